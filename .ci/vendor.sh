@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Vendor MathJax 3 and the Jupyter widget JavaScript into _vendor/ (git-ignored), so the
+# built book typesets math and draws widgets with no network. Fetched from the npm registry.
+# Exit 3 when npm is missing: the Makefile then builds with the CDN configuration instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v npm >/dev/null 2>&1 || { echo "vendor: npm not found; math and widgets will load from CDNs"; exit 3; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && npm pack --silent mathjax@3.2.2 requirejs@2.3.7 @jupyter-widgets/html-manager@1.0.6 >/dev/null)
+for f in "$tmp"/*.tgz; do d="${f%.tgz}"; mkdir -p "$d"; tar xzf "$f" -C "$d"; done
+rm -rf _vendor && mkdir -p _vendor/mathjax/output/chtml _vendor/widgets
+mj="$tmp/mathjax-3.2.2/package/es5"
+cp "$mj/tex-mml-chtml.js" _vendor/mathjax/
+cp -r "$mj/output/chtml/fonts" _vendor/mathjax/output/chtml/
+cp "$tmp/requirejs-2.3.7/package/require.js" _vendor/require.js
+hm="$tmp/jupyter-widgets-html-manager-1.0.6/package/dist"
+cp "$hm"/embed-amd.js "$hm"/*.embed.js "$hm"/*.woff2 _vendor/widgets/
+touch _vendor/.stamp
+echo "vendor: MathJax 3.2.2, require.js 2.3.7 and html-manager 1.0.6 in _vendor/"

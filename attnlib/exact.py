@@ -1,0 +1,225 @@
+"""Reference attention math: the forward pass, its gradient, and AS24's loss L(X).
+
+Everything here materialises the n×m score matrix. It is the exact, numerically stable
+baseline every other algorithm in attnlib is checked against, not a fast path
+(see :mod:`attnlib.fast` for the tiled kernels).
+
+Notation (FlashAttention's, THEORY.md §1): Q is n×d, K is m×d, V is m×d_v,
+S = τ QKᵀ, P = row-softmax(S), O = PV, lse_i = log Σ_j exp(S_ij).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import (
+    as_float_array,
+    check_cols,
+    check_mask,
+    check_rows,
+    check_scale,
+    check_shape,
+    float_dtype,
+)
+
+__all__ = [
+    "attention_forward",
+    "attention",
+    "attention_backward",
+    "attention_loss",
+    "attention_loss_grad",
+]
+
+
+def _check_qkv(Q, K, V):
+    Q = as_float_array("Q", Q)
+    K = as_float_array("K", K)
+    V = as_float_array("V", V)
+    check_cols("K", K, Q.shape[1], "Q")
+    check_rows("V", V, K.shape[0], "K")
+    return Q, K, V
+
+
+def _scores(Q, K, scale, mask):
+    """S = τ QKᵀ with masked entries set to -inf."""
+    S = (Q @ K.T) * Q.dtype.type(scale)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf).astype(Q.dtype, copy=False)
+    return S
+
+
+def _probabilities(S, lse):
+    """P = exp(S - lse), with every entry of a fully masked row (lse = -inf) set to 0."""
+    dead = np.isneginf(lse)
+    shift = np.where(dead, 0, lse)[:, None]
+    with np.errstate(under="ignore"):
+        P = np.exp(S - shift)
+    if dead.any():
+        P[dead] = 0
+    return P
+
+
+def attention_forward(Q, K, V, *, scale=None, mask=None):
+    """Softmax attention O = softmax(τ QKᵀ) V and the row log-sum-exp.
+
+    Parameters
+    ----------
+    Q : (n, d) float32 or float64
+    K : (m, d)
+    V : (m, d_v)
+    scale : τ > 0, default 1/√d
+    mask : optional boolean (n, m); True keeps a score, False sets it to -inf
+
+    Returns
+    -------
+    O : (n, d_v), in the inputs' common dtype
+    lse : (n,), lse_i = log Σ_j exp(S_ij); -inf for a fully masked row, whose O row is 0
+
+    The max-subtracted softmax keeps logits of ±1e4 finite (FA1 Alg. 1, lines 10–12).
+    """
+    Q, K, V = _check_qkv(Q, K, V)
+    n, d = Q.shape
+    m = K.shape[0]
+    tau = check_scale(scale, d)
+    mask = check_mask(mask, n, m)
+    dtype = float_dtype(Q, K, V)
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+
+    S = _scores(Q, K, tau, mask)
+    row_max = S.max(axis=1)
+    dead = np.isneginf(row_max)  # fully masked rows
+    shift = np.where(dead, 0, row_max)
+    with np.errstate(under="ignore"):
+        E = np.exp(S - shift[:, None])
+    row_sum = E.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        lse = (np.log(row_sum) + shift).astype(dtype, copy=False)
+    lse[dead] = -np.inf
+    O = E @ V
+    live = ~dead
+    O[live] /= row_sum[live, None]
+    O[dead] = 0
+    return O, lse
+
+
+def attention(Q, K, V, *, scale=None, mask=None):
+    """O = softmax(τ QKᵀ) V, shape (n, d_v). See :func:`attention_forward`."""
+    return attention_forward(Q, K, V, scale=scale, mask=mask)[0]
+
+
+def attention_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None):
+    """Gradients of a scalar loss through O = softmax(τ QKᵀ) V, given dO = ∂loss/∂O.
+
+    Implements FlashAttention-2's backward equations (FA2 Alg. 2; FA1 App. B.2), with P
+    recomputed from the stored row log-sum-exp instead of being kept from the forward pass::
+
+        P  = exp(τ QKᵀ - lse)           (n, m)
+        D  = rowsum(dO ∘ O)             (n,)
+        dV = Pᵀ dO                      (m, d_v)
+        dP = dO Vᵀ                      (n, m)
+        dS = P ∘ (dP - D)               (n, m)
+        dQ = τ dS K                     (n, d)
+        dK = τ dSᵀ Q                    (m, d)
+
+    Parameters
+    ----------
+    Q, K, V : (n, d), (m, d), (m, d_v)
+    O, lse : the outputs of :func:`attention_forward` on the same inputs
+    dO : (n, d_v)
+    scale, mask : as in :func:`attention_forward`
+
+    Returns
+    -------
+    dQ, dK, dV : (n, d), (m, d), (m, d_v). Fully masked rows contribute nothing.
+    """
+    Q, K, V = _check_qkv(Q, K, V)
+    n, d = Q.shape
+    m, dv = V.shape
+    O = as_float_array("O", O)
+    check_shape("O", O, (n, dv), "(n, d_v)")
+    dO = as_float_array("dO", dO)
+    check_shape("dO", dO, (n, dv), "(n, d_v) like O")
+    lse = as_float_array("lse", lse, ndim=1, allow_neg_inf=True)
+    check_shape("lse", lse, (n,), "(n,)")
+    tau = check_scale(scale, d)
+    mask = check_mask(mask, n, m)
+    dtype = float_dtype(Q, K, V, O, dO, lse)
+    Q, K, V, O, dO, lse = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
+
+    P = _probabilities(_scores(Q, K, tau, mask), lse)
+    D = np.einsum("ij,ij->i", dO, O)
+    dV = P.T @ dO
+    dS = P * (dO @ V.T - D[:, None])
+    t = dtype.type(tau)
+    dQ = (dS @ K) * t
+    dK = (dS.T @ Q) * t
+    return dQ, dK, dV
+
+
+# ---------------------------------------------------------------------------------------
+# AS24's formulation: L(X) = ½‖D(X)⁻¹ exp(A₁XA₂ᵀ/d) A₃Y − E‖²_F
+# ---------------------------------------------------------------------------------------
+
+
+def _check_loss_inputs(X, A1, A2, A3, Y, E):
+    A1 = as_float_array("A1", A1)
+    n, d = A1.shape
+    A2 = as_float_array("A2", A2)
+    check_cols("A2", A2, d, "A1")
+    A3 = as_float_array("A3", A3)
+    check_cols("A3", A3, d, "A1")
+    check_rows("A3", A3, A2.shape[0], "A2")
+    X = as_float_array("X", X)
+    check_shape("X", X, (d, d), "(d, d)")
+    Y = as_float_array("Y", Y)
+    check_shape("Y", Y, (d, d), "(d, d)")
+    E = as_float_array("E", E)
+    check_shape("E", E, (n, d), "(n, d) like A1")
+    dtype = float_dtype(X, A1, A2, A3, Y, E)
+    return tuple(a.astype(dtype, copy=False) for a in (X, A1, A2, A3, Y, E))
+
+
+def attention_loss(X, A1, A2, A3, Y, E):
+    """AS24 Definition 1.2: L(X) = ½‖D(X)⁻¹ exp(A₁XA₂ᵀ/d) A₃Y − E‖²_F.
+
+    Shapes: A₁ (n, d), A₂ and A₃ (m, d) (the paper has m = n), E (n, d), X and Y (d, d).
+    X stands for W_Q W_Kᵀ and Y for W_V. The scale is 1/d, as in the AS papers.
+    Computed stably: the softmax is that of :func:`attention_forward` with τ = 1/d.
+    """
+    X, A1, A2, A3, Y, E = _check_loss_inputs(X, A1, A2, A3, Y, E)
+    d = A1.shape[1]
+    O, _ = attention_forward(A1 @ X, A2, A3 @ Y, scale=1.0 / d)
+    c = O - E
+    return float(0.5 * np.sum(c * c, dtype=np.float64))
+
+
+def attention_loss_grad(X, A1, A2, A3, Y, E):
+    """dL/dX for AS24's loss, by the closed form of AS24 Lemma C.7 (THEORY.md §1).
+
+    With S = A₁XA₂ᵀ/d::
+
+        f  = D⁻¹ exp(S)          row-softmax                     (n, m)
+        h  = A₃ Y                                                (m, d)
+        c  = f h − E                                             (n, d)
+        q  = c hᵀ                                                (n, m)
+        p₁ = f ∘ q
+        r  = rowsum(p₁) = rowsum(c ∘ (c + E))                    (n,)
+        p  = p₁ − diag(r) f
+        dL/dX = (1/d) · A₁ᵀ p A₂                                 (d, d)
+
+    The factor 1/d comes from the 1/d inside exp; AS24's Appendices B–C drop it
+    (an erratum we found by finite differences; THEORY.md §1).
+    """
+    X, A1, A2, A3, Y, E = _check_loss_inputs(X, A1, A2, A3, Y, E)
+    d = A1.shape[1]
+    S = (A1 @ X @ A2.T) / A1.dtype.type(d)
+    S -= S.max(axis=1, keepdims=True)  # the softmax is shift-invariant; this keeps exp finite
+    f = np.exp(S)
+    f /= f.sum(axis=1, keepdims=True)
+    h = A3 @ Y
+    c = f @ h - E
+    q = c @ h.T
+    p1 = f * q
+    r = np.einsum("ij,ij->i", c, c + E)
+    p = p1 - r[:, None] * f
+    return (A1.T @ p @ A2) / A1.dtype.type(d)
