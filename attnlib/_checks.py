@@ -112,7 +112,7 @@ def float_dtype(*arrays: np.ndarray) -> np.dtype:
 
 
 def check_scale(scale, d: int) -> float:
-    """Return the softmax scale: ``1/sqrt(d)`` if ``scale is None``, else a finite positive float."""
+    """The softmax scale: ``1/sqrt(d)`` if ``scale is None``, else a finite positive float."""
     if scale is None:
         return 1.0 / math.sqrt(d)
     return check_positive_real("scale", scale)

@@ -1,0 +1,290 @@
+"""The exact core against slow oracles, scipy, finite differences and hypothesis."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.special
+from conftest import rel_err
+from hypothesis import given
+from hypothesis import strategies as st
+from naive import naive_backward, naive_forward, naive_loss, naive_loss_grad
+
+import attnlib as al
+
+# FlashAttention's awkward (n, m) shapes, scaled to stay fast, crossed with d of 1, 3 and 64.
+SHAPES = [(1, 1), (239, 1), (113, 203), (127, 128), (128, 127)]
+DIMS = [1, 3, 64]
+
+
+def random_qkv(rng, n, m, d, dv=None, dtype=np.float64):
+    dv = d if dv is None else dv
+    Q = rng.standard_normal((n, d)).astype(dtype)
+    K = rng.standard_normal((m, d)).astype(dtype)
+    V = rng.standard_normal((m, dv)).astype(dtype)
+    return Q, K, V
+
+
+def loss_inputs(rng, n, d, m=None, scale=0.5):
+    m = n if m is None else m
+    return (
+        scale * rng.standard_normal((d, d)),  # X
+        rng.standard_normal((n, d)),  # A1
+        rng.standard_normal((m, d)),  # A2
+        rng.standard_normal((m, d)),  # A3
+        rng.standard_normal((d, d)),  # Y
+        rng.standard_normal((n, d)),  # E
+    )
+
+
+# ----------------------------------------------------------------------------- oracles
+
+
+@pytest.mark.parametrize("n,m", SHAPES)
+@pytest.mark.parametrize("d", DIMS)
+def test_forward_and_backward_match_loop_oracles(rng, n, m, d):
+    Q, K, V = random_qkv(rng, n, m, d, dv=max(1, d // 2))
+    scale = 1 / math.sqrt(d)
+    O, lse = al.attention_forward(Q, K, V)
+    O_ref, lse_ref = naive_forward(Q, K, V, scale)
+    assert rel_err(O, O_ref) < 1e-12
+    assert rel_err(lse, lse_ref) < 1e-12
+    dO = rng.standard_normal(O.shape)
+    grads = al.attention_backward(Q, K, V, O, dO, lse)
+    # Errors are measured against the magnitude of the summed terms (the same equations
+    # evaluated on absolute values), the standard yardstick for rounding. It differs from
+    # max|g| only when the terms cancel: with m = 1 the softmax is constant, dQ = dK = 0.
+    for g, g_ref, g_abs in zip(
+        grads, naive_backward(Q, K, V, dO, scale), abs_terms(Q, K, V, dO, scale), strict=True
+    ):
+        assert g.shape == g_ref.shape
+        assert np.abs(g - g_ref).max() <= 1e-12 * g_abs.max()
+        assert rel_err(g, g_ref) < 1e-12 or np.abs(g_ref).max() < 1e-10 * g_abs.max()
+
+
+def abs_terms(Q, K, V, dO, scale):
+    """The backward equations evaluated on absolute values: the size of what is summed."""
+    P = al.attention(Q, K, np.eye(K.shape[0]), scale=scale)
+    O = P @ V
+    dS = P * (np.abs(dO) @ np.abs(V).T + np.sum(np.abs(dO * O), axis=1, keepdims=True))
+    return scale * dS @ np.abs(K), scale * dS.T @ np.abs(Q), P.T @ np.abs(dO)
+
+
+@pytest.mark.parametrize("n,m,d", [(1, 1, 1), (7, 5, 3), (16, 16, 4), (9, 23, 6)])
+def test_loss_and_grad_match_loop_oracles(rng, n, m, d):
+    args = loss_inputs(rng, n, d, m)
+    assert abs(al.attention_loss(*args) - naive_loss(*args)) <= 1e-12 * naive_loss(*args)
+    assert rel_err(al.attention_loss_grad(*args), naive_loss_grad(*args)) < 1e-12
+
+
+def test_row_statistics_match_scipy(rng):
+    Q, K, _ = random_qkv(rng, 50, 70, 8)
+    scale = 0.7
+    S = scale * Q @ K.T
+    # With V = I the output rows are the softmax rows themselves.
+    O, lse = al.attention_forward(Q, K, np.eye(70), scale=scale)
+    assert rel_err(lse, scipy.special.logsumexp(S, axis=1)) < 1e-14
+    assert rel_err(O, scipy.special.softmax(S, axis=1)) < 1e-14
+
+
+# ----------------------------------------------------------------------- finite differences
+
+
+def central_difference(f, x, h):
+    """∂f/∂x entry by entry, by central differences; x is perturbed on a copy."""
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += h
+        xm[idx] -= h
+        g[idx] = (f(xp) - f(xm)) / (2 * h)
+    return g
+
+
+def test_qkv_gradients_match_finite_differences(rng):
+    Q, K, V = random_qkv(rng, 6, 9, 4, dv=3)
+    mask = rng.random((6, 9)) < 0.7
+    mask[2] = False  # one fully masked row
+    dO = rng.standard_normal((6, 3))
+
+    def objective(Q, K, V):
+        return float(np.sum(al.attention(Q, K, V, mask=mask) * dO))
+
+    O, lse = al.attention_forward(Q, K, V, mask=mask)
+    dQ, dK, dV = al.attention_backward(Q, K, V, O, dO, lse, mask=mask)
+    h = 1e-6
+    assert rel_err(dQ, central_difference(lambda x: objective(x, K, V), Q, h)) < 1e-7
+    assert rel_err(dK, central_difference(lambda x: objective(Q, x, V), K, h)) < 1e-7
+    assert rel_err(dV, central_difference(lambda x: objective(Q, K, x), V, h)) < 1e-7
+
+
+def test_loss_grad_matches_finite_differences(rng):
+    X, A1, A2, A3, Y, E = loss_inputs(rng, 10, 5)
+    G = al.attention_loss_grad(X, A1, A2, A3, Y, E)
+    G_fd = central_difference(lambda x: al.attention_loss(x, A1, A2, A3, Y, E), X, 1e-6)
+    assert rel_err(G, G_fd) < 1e-7
+
+
+def test_loss_grad_is_the_flash_backward_pass(rng):
+    """THEORY.md §1: dL/dX = A₁ᵀ dQ with Q = A₁X, K = A₂, V = A₃Y, dO = O − E, τ = 1/d."""
+    X, A1, A2, A3, Y, E = loss_inputs(rng, 12, 6, 15)
+    d = 6
+    O, lse = al.attention_forward(A1 @ X, A2, A3 @ Y, scale=1 / d)
+    dQ, _, _ = al.attention_backward(A1 @ X, A2, A3 @ Y, O, O - E, lse, scale=1 / d)
+    assert rel_err(al.attention_loss_grad(X, A1, A2, A3, Y, E), A1.T @ dQ) < 1e-12
+
+
+def test_the_papers_missing_one_over_d_is_wrong(rng):
+    """AS24 App. B–C drop the 1/d: the gradient without it is d times too large."""
+    X, A1, A2, A3, Y, E = loss_inputs(rng, 8, 4)
+    G = al.attention_loss_grad(X, A1, A2, A3, Y, E)
+    G_fd = central_difference(lambda x: al.attention_loss(x, A1, A2, A3, Y, E), X, 1e-6)
+    assert rel_err(4 * G, G_fd) > 1.0  # the paper's form is far off
+    assert rel_err(G, G_fd) < 1e-7
+
+
+# ------------------------------------------------------------------------------- stability
+
+
+def test_fully_masked_rows_give_zero_not_nan(rng):
+    Q, K, V = random_qkv(rng, 5, 4, 3)
+    mask = np.ones((5, 4), dtype=bool)
+    mask[[0, 3]] = False
+    O, lse = al.attention_forward(Q, K, V, mask=mask)
+    assert np.all(O[[0, 3]] == 0) and np.all(np.isneginf(lse[[0, 3]]))
+    assert np.all(np.isfinite(O)) and np.all(np.isfinite(lse[[1, 2, 4]]))
+    grads = al.attention_backward(Q, K, V, O, np.ones_like(O), lse, mask=mask)
+    for g in grads:
+        assert np.all(np.isfinite(g))
+    assert np.all(grads[0][[0, 3]] == 0)
+
+
+def test_everything_masked(rng):
+    Q, K, V = random_qkv(rng, 3, 4, 2)
+    mask = np.zeros((3, 4), dtype=bool)
+    O, lse = al.attention_forward(Q, K, V, mask=mask)
+    assert np.all(O == 0) and np.all(np.isneginf(lse))
+    for g in al.attention_backward(Q, K, V, O, np.ones_like(O), lse, mask=mask):
+        assert np.all(g == 0)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_logits_of_1e4_keep_the_softmax(sign):
+    """One logit 1e4 above the rest: the softmax is one-hot, not overflowed or NaN."""
+    Q = np.array([[sign * 1e4, 0.0]])
+    K = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    V = np.array([[1.0], [2.0], [3.0]])
+    O, lse = al.attention_forward(Q, K, V, scale=1.0)
+    winner = 0 if sign > 0 else 2
+    assert O[0, 0] == V[winner, 0]
+    assert lse[0] == pytest.approx(1e4)
+    grads = al.attention_backward(Q, K, V, O, np.ones_like(O), lse, scale=1.0)
+    assert all(np.all(np.isfinite(g)) for g in grads)
+    # A near-tie at 1e4 still splits evenly: the shift, not the magnitude, decides.
+    O2, _ = al.attention_forward(np.array([[1e4, 1e4]]), K[:2], V[:2], scale=1.0)
+    assert O2[0, 0] == pytest.approx(1.5, rel=1e-12)
+
+
+@st.composite
+def attention_cases(draw):
+    n = draw(st.integers(1, 12))
+    m = draw(st.integers(1, 12))
+    d = draw(st.integers(1, 5))
+    seed = draw(st.integers(0, 2**32 - 1))
+    magnitude = draw(st.sampled_from([1e-3, 1.0, 30.0, 1e2]))
+    rng = np.random.default_rng(seed)
+    Q = magnitude * rng.standard_normal((n, d))
+    K = magnitude * rng.standard_normal((m, d))
+    V = rng.standard_normal((m, draw(st.integers(1, 4))))
+    mask = None
+    if draw(st.booleans()):
+        mask = rng.random((n, m)) < draw(st.sampled_from([0.0, 0.3, 0.8, 1.0]))
+    return Q, K, V, mask
+
+
+@given(attention_cases())
+def test_property_matches_oracle_and_stays_in_hull(case):
+    """Random shapes and magnitudes (logits up to ~1e4 and beyond), masks with empty rows."""
+    Q, K, V, mask = case
+    scale = 1 / math.sqrt(Q.shape[1])
+    O, lse = al.attention_forward(Q, K, V, mask=mask)
+    O_ref, lse_ref = naive_forward(Q, K, V, scale, mask)
+    assert np.all(np.isfinite(O))
+    assert not np.any(np.isnan(lse))
+    assert np.allclose(O, O_ref, rtol=1e-10, atol=1e-12)
+    assert np.array_equal(np.isneginf(lse), np.isneginf(lse_ref))
+    live = np.isfinite(lse_ref)
+    assert np.allclose(lse[live], lse_ref[live], rtol=1e-12, atol=1e-12)
+    # each output row is a convex combination of the rows of V
+    assert np.all(O[live] <= V.max(axis=0) + 1e-12) and np.all(O[live] >= V.min(axis=0) - 1e-12)
+    dO = np.ones_like(O)
+    for g, g_ref in zip(
+        al.attention_backward(Q, K, V, O, dO, lse, mask=mask),
+        naive_backward(Q, K, V, dO, scale, mask),
+        strict=True,
+    ):
+        assert np.all(np.isfinite(g))
+        assert np.allclose(g, g_ref, rtol=1e-8, atol=1e-8 * max(1.0, np.abs(g_ref).max()))
+
+
+# ----------------------------------------------------------------------------------- dtype
+
+
+def test_float32_obeys_the_differential_rule(rng):
+    """FlashAttention's rule: float32 error ≤ 2 × a naive float32 computation's error + rounding.
+
+    The naive float32 computation materialises exp(S) without the max shift, normalises, and
+    multiplies; the reference is the float64 result on the same (float32-rounded) inputs.
+    """
+    for n, m, d in [(64, 80, 16), (127, 128, 64)]:
+        Q, K, V = random_qkv(rng, n, m, d, dtype=np.float32)
+        O32, lse32 = al.attention_forward(Q, K, V)
+        assert O32.dtype == np.float32 and lse32.dtype == np.float32
+        O64, lse64 = al.attention_forward(*(x.astype(np.float64) for x in (Q, K, V)))
+        S = (Q @ K.T) * np.float32(1 / math.sqrt(d))
+        P = np.exp(S)
+        naive32 = (P / P.sum(axis=1, keepdims=True)) @ V
+        rounding = 4 * np.finfo(np.float32).eps * np.abs(O64).max()
+        assert np.abs(O32 - O64).max() <= 2 * np.abs(naive32 - O64).max() + rounding
+        dO = rng.standard_normal(O32.shape).astype(np.float32)
+        g32 = al.attention_backward(Q, K, V, O32, dO, lse32)
+        g64 = al.attention_backward(
+            *(x.astype(np.float64) for x in (Q, K, V)), O64, dO.astype(np.float64), lse64
+        )
+        # naive float32 backward: same equations, P from the unshifted float32 softmax
+        P32 = P / P.sum(axis=1, keepdims=True)
+        dS = P32 * (dO @ V.T - np.sum(dO * naive32, axis=1, keepdims=True))
+        tau = np.float32(1 / math.sqrt(d))
+        naive_grads = (tau * dS @ K, tau * dS.T @ Q, P32.T @ dO)
+        for g, ref, naive in zip(g32, g64, naive_grads, strict=True):
+            assert g.dtype == np.float32
+            rounding = 4 * np.finfo(np.float32).eps * np.abs(ref).max()
+            assert np.abs(g - ref).max() <= 2 * np.abs(naive - ref).max() + rounding
+
+
+def test_mixed_precision_promotes_to_float64(rng):
+    Q, K, V = random_qkv(rng, 4, 5, 3)
+    O, lse = al.attention_forward(Q.astype(np.float32), K, V)
+    assert O.dtype == np.float64 and lse.dtype == np.float64
+
+
+def test_inputs_are_never_modified(rng):
+    Q, K, V = random_qkv(rng, 6, 7, 3)
+    mask = rng.random((6, 7)) < 0.5
+    mask[0] = False
+    dO = rng.standard_normal((6, 3))
+    copies = [x.copy() for x in (Q, K, V, mask, dO)]
+    O, lse = al.attention_forward(Q, K, V, mask=mask)
+    O_copy, lse_copy = O.copy(), lse.copy()
+    al.attention_backward(Q, K, V, O, dO, lse, mask=mask)
+    for x, c in zip((Q, K, V, mask, dO), copies, strict=True):
+        assert np.array_equal(x, c)
+    assert np.array_equal(O, O_copy) and np.array_equal(lse, lse_copy)
+    args = loss_inputs(rng, 5, 3)
+    before = [a.copy() for a in args]
+    al.attention_loss(*args)
+    al.attention_loss_grad(*args)
+    for a, b in zip(args, before, strict=True):
+        assert np.array_equal(a, b)
