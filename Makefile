@@ -50,7 +50,7 @@ unit: $(STAMP)
 
 # nbval re-executes every chapter and compares each cell's output with the committed one.
 nbval: $(STAMP)
-	$(BIN)/python -m pytest --nbval $(NB) --sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -q
+	$(BIN)/python -m pytest --nbval $(NB) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -q
 
 # Re-execute chapters in place, storing outputs and widget state: `make notebooks NB=book/01_x.ipynb`.
 notebooks: $(STAMP)

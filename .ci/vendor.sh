@@ -16,5 +16,39 @@ cp -r "$mj/output/chtml/fonts" _vendor/mathjax/output/chtml/
 cp "$tmp/requirejs-2.3.7/package/require.js" _vendor/require.js
 hm="$tmp/jupyter-widgets-html-manager-1.0.6/package/dist"
 cp "$hm"/embed-amd.js "$hm"/*.embed.js "$hm"/*.woff2 _vendor/widgets/
+# Loaded between require.js and embed-amd.js (see nb_ipywidgets_js in _config.yml). It fixes two
+# problems that .ci/browser_check.py found: the widget fonts were requested next to the page,
+# and ipywidgets threw a TypeError calling MathJax 2's API.
+cat > _vendor/widgets/offline.js <<'JS'
+(function () {
+  // html-manager's modules find their fonts and lazy chunks relative to their require.js URL,
+  // which defaults to the page's folder. Map them onto this folder (_static/widgets/), so the
+  // assets load offline from a page at any depth.
+  var here = document.currentScript && document.currentScript.src;
+  if (here && window.requirejs) {
+    var dir = here.slice(0, here.lastIndexOf("/") + 1);
+    window.requirejs.config({
+      paths: {
+        "@jupyter-widgets/base": dir + "base",
+        "@jupyter-widgets/controls": dir + "controls",
+        "@jupyter-widgets/html-manager": dir + "html-manager",
+        "@jupyter-widgets/html-manager/dist/libembed-amd": dir + "libembed-amd",
+      },
+    });
+  }
+  // ipywidgets typesets labels with the MathJax 2 call MathJax.Hub.Queue; the book loads
+  // MathJax 3, so bridge that one call once MathJax 3 is on the page.
+  document.addEventListener("DOMContentLoaded", function () {
+    var mj = window.MathJax;
+    if (!mj || !mj.startup || !mj.typesetPromise || mj.Hub) return;
+    mj.Hub = {
+      Queue: function (job) {
+        var el = Array.isArray(job) ? job[2] : undefined;
+        mj.startup.promise.then(function () { return mj.typesetPromise(el ? [el] : undefined); });
+      },
+    };
+  });
+})();
+JS
 touch _vendor/.stamp
 echo "vendor: MathJax 3.2.2, require.js 2.3.7 and html-manager 1.0.6 in _vendor/"
