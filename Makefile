@@ -38,12 +38,12 @@ book: $(STAMP)
 test: lint unit nbval
 
 lint: $(STAMP)
-	$(BIN)/ruff check attnlib tests benchmarks .ci
-	$(BIN)/ruff format --check attnlib tests benchmarks .ci
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 format: $(STAMP)
-	$(BIN)/ruff format attnlib tests benchmarks .ci
-	$(BIN)/ruff check --fix attnlib tests benchmarks .ci
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q
