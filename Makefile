@@ -26,7 +26,8 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 book: $(STAMP)
-	@if [ ! -f _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
+	@# Re-vendor when the script changed (it also writes _vendor/widgets/offline.js).
+	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
 	@if [ -f _vendor/.stamp ]; then \
 	  $(BIN)/jupyter-book build . $(JB_FLAGS); \
 	else \
@@ -70,8 +71,21 @@ serve:
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.attention
 
-browser-check: book
-	$(BIN)/python .ci/browser_check.py _build/html
+# Open every page of _build/html in headless Chromium (Debian's package, driven by Playwright)
+# and check math, images, widgets, local files, console and links; screenshots go to
+# _build/screenshots/. Builds the book first only when there is none. Fails when Chromium is
+# missing and cannot be installed.
+CHROMIUM := /usr/bin/chromium
+browser-check: $(STAMP)
+	@test -f _build/html/index.html || $(MAKE) book
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "browser-check: $(CHROMIUM) missing; installing Debian's chromium package"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	    || { echo "browser-check: FAILED: cannot install Chromium (apt-get needs root on Debian)"; \
+	         exit 1; }; \
+	fi
+	@test -x $(CHROMIUM) || { echo "browser-check: FAILED: still no $(CHROMIUM)"; exit 1; }
+	$(BIN)/python .ci/browser_check.py _build/html --bib references.bib --chromium $(CHROMIUM)
 
 clean:
 	rm -rf _build _vendor .config-cdn.yml

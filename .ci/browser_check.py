@@ -1,0 +1,424 @@
+"""Open every page of the built book in headless Chromium and check what a reader would see.
+
+Usage: ``python .ci/browser_check.py _build/html [--bib references.bib] [--screenshots DIR]
+[--chromium PATH]``
+
+For each HTML page (the redirect ``index.html`` is only link-checked), it asserts:
+
+- math: every ``.math`` element holds a MathJax ``mjx-container``, MathJax reported no TeX
+  error (``mjx-merror``), and no raw ``\\(``, ``\\[``, ``$$`` or ``\\begin{`` is left in the
+  page text outside code;
+- images: every ``<img>`` finished loading with ``naturalWidth > 0``;
+- widgets: every embedded widget view (``application/vnd.jupyter.widget-view+json``) was
+  replaced by a visible rendered element, and no output shows a widget as plain text (a sign
+  that the notebook was executed without ``store_widget_state``);
+- local files: no request for a ``file://`` URL failed (a 404 in a served book);
+- console: no JavaScript error or uncaught exception, apart from the errors that the blocked
+  requests below cause;
+- links: every internal ``href``/``src`` resolves to a file in the build, and every
+  ``#fragment`` to an element id in its target page;
+- downloads: a page built from a notebook links to its ``.ipynb``;
+- bibliography (with ``--bib references.bib``): every entry of the .bib file is listed on the
+  bibliography page, i.e. it is cited somewhere in the book.
+
+The browser reaches nothing but ``file://``: every request to a remote host is aborted and
+listed. A remote *script, style sheet, font or image* is a failure (the book must be a
+self-contained folder) unless its host is in ``ALLOWED_REMOTE_HOSTS`` with a reason.
+
+A full-page screenshot of every page goes to ``_build/screenshots/`` (next to ``html/``).
+Exit status 1 on any failure, with one line per failed check, naming the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from bs4 import BeautifulSoup
+
+# Hosts a page may try to reach without failing the check, with the reason. The request is
+# still blocked and listed in the summary. Keep this empty unless a reader loses nothing.
+ALLOWED_REMOTE_HOSTS: dict[str, str] = {}
+
+# Resource types whose remote loading would make the offline book incomplete.
+ESSENTIAL_TYPES = {"script", "stylesheet", "font", "image", "media"}
+
+# The text/plain fallback ipywidgets prints when no widget state was stored.
+WIDGET_AS_TEXT = re.compile(
+    r"^\s*(interactive|[A-Z]\w*(Slider|Box|Button|Dropdown|Output|Checkbox|Text|Tab|Accordion"
+    r"|Select|Play|Label|HTML))\((children|value|description|layout|options)=",
+    re.MULTILINE,
+)
+SKIP_SCHEMES = ("http:", "https:", "mailto:", "javascript:", "data:", "tel:", "ftp:")
+SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static"}
+
+PAGE_JS = r"""
+() => {
+  const skip = 'pre, code, script, style, textarea, mjx-container, .highlight, .MathJax';
+  const out = {math: 0, typeset: 0, untypeset: [], merror: [], raw: [], images: [],
+               views: 0, widgets: [], widgetText: []};
+  for (const el of document.querySelectorAll('.math')) {
+    out.math += 1;
+    if (el.querySelector('mjx-container')) out.typeset += 1;
+    else out.untypeset.push(el.textContent.trim().slice(0, 60));
+  }
+  for (const el of document.querySelectorAll('mjx-merror')) {
+    out.merror.push((el.getAttribute('data-mjx-error') || el.textContent).slice(0, 80));
+  }
+  // MathJax 3 draws an undefined macro as its name in red (the noundefined extension); the
+  // assistive MathML copy holds it as text.
+  for (const el of document.querySelectorAll('mjx-container mtext[mathcolor="red"]')) {
+    if (el.textContent.startsWith('\\')) {
+      out.merror.push('undefined macro ' + el.textContent.slice(0, 60));
+    }
+  }
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const rawRe = /\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{/;
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement && n.parentElement.closest(skip)) continue;
+    const m = n.textContent.match(rawRe);
+    if (m) {
+      const i = n.textContent.indexOf(m[0]);
+      out.raw.push(n.textContent.slice(Math.max(0, i - 30), i + 40).replace(/\s+/g, ' '));
+    }
+  }
+  for (const img of document.querySelectorAll('img')) {
+    out.images.push({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0,
+                     w: img.naturalWidth});
+  }
+  for (const s of document.querySelectorAll(
+      'script[type="application/vnd.jupyter.widget-view+json"]')) {
+    out.views += 1;
+    let id = '?';
+    try { id = JSON.parse(s.textContent).model_id; } catch (e) {}
+    const area = s.previousElementSibling;
+    let visible = false, what = 'no rendered element';
+    if (area && area.classList.contains('widget-subarea')) {
+      const kids = area.querySelectorAll('*');
+      what = 'empty widget area';
+      for (const k of kids) {
+        const r = k.getBoundingClientRect();
+        const st = getComputedStyle(k);
+        if (r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none') {
+          visible = true; what = k.className; break;
+        }
+      }
+    }
+    out.widgets.push({id, visible, what});
+  }
+  for (const pre of document.querySelectorAll('.cell_output pre, .output pre')) {
+    out.widgetText.push(pre.textContent.slice(0, 200));
+  }
+  return out;
+}
+"""
+
+WIDGETS_DONE_JS = r"""
+() => Array.from(document.querySelectorAll(
+    'script[type="application/vnd.jupyter.widget-view+json"]')).every(s => {
+  const a = s.previousElementSibling;
+  return a && a.classList.contains('widget-subarea') && a.querySelector('*') !== null;
+})
+"""
+
+
+def page_list(root: Path) -> list[Path]:
+    """Every HTML page of the build, outside Sphinx's asset folders."""
+    return sorted(
+        p for p in root.rglob("*.html") if not (set(p.relative_to(root).parts[:-1]) & SKIP_DIRS)
+    )
+
+
+class Ids:
+    """Element ids of a page, parsed once."""
+
+    def __init__(self):
+        self._cache: dict[Path, set[str]] = {}
+
+    def __call__(self, path: Path) -> set[str]:
+        if path not in self._cache:
+            soup = BeautifulSoup(path.read_text(encoding="utf-8", errors="replace"), "html.parser")
+            ids = {t["id"] for t in soup.find_all(id=True)}
+            ids |= {t["name"] for t in soup.find_all("a", attrs={"name": True})}
+            self._cache[path] = ids
+        return self._cache[path]
+
+
+def redirect_target(soup: BeautifulSoup) -> str | None:
+    meta = soup.find("meta", attrs={"http-equiv": re.compile("^refresh$", re.I)})
+    if meta is None:
+        return None
+    m = re.search(r"url=(.+)$", meta.get("content", ""), re.I)
+    return m.group(1).strip().strip("'\"") if m else None
+
+
+def check_links(page: Path, root: Path, soup: BeautifulSoup, ids: Ids) -> tuple[list[str], int]:
+    """Every internal href/src resolves to a file, and every fragment to an id."""
+    fails, n = [], 0
+    refs = [("a", "href"), ("link", "href"), ("script", "src"), ("img", "src"), ("source", "src")]
+    targets = [
+        (tag.name, tag[attr]) for name, attr in refs for tag in soup.find_all(name) if tag.get(attr)
+    ]
+    redirect = redirect_target(soup)
+    if redirect:
+        targets.append(("meta refresh", redirect))
+    for kind, url in targets:
+        url = url.strip()
+        if not url or url.lower().startswith(SKIP_SCHEMES) or url.startswith("//"):
+            continue
+        parts = urlsplit(url)
+        n += 1
+        if parts.path:
+            target = (page.parent / unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+        else:
+            target = page
+        try:
+            target.relative_to(root.resolve())
+        except ValueError:
+            fails.append(f"{kind} {url!r} points outside the build")
+            continue
+        if not target.is_file():
+            fails.append(f"{kind} {url!r}: no file {target.relative_to(root.resolve())}")
+            continue
+        frag = unquote(parts.fragment)
+        if frag and target.suffix == ".html" and frag not in ids(target):
+            fails.append(f"{kind} {url!r}: no element with id {frag!r} in {target.name}")
+    return fails, n
+
+
+def _words(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def check_bibliography(root: Path, bib: Path) -> tuple[list[str], int]:
+    """Every .bib entry's title appears on the page that holds the bibliography."""
+    from pybtex.database import parse_file
+
+    entries = parse_file(str(bib)).entries
+    pages = [(p.read_text(encoding="utf-8", errors="replace"), p) for p in page_list(root)]
+    pages = [(html.count('role="doc-biblioentry"'), html, p) for html, p in pages]
+    count, html, page = max(pages, key=lambda t: t[0], default=(0, "", None))
+    if not count:
+        return [f"no page lists a bibliography, but {bib.name} has {len(entries)} entries"], 1
+    text = _words(BeautifulSoup(html, "html.parser").get_text())
+    fails = [
+        f"{key} ({bib.name}) is not in the bibliography: cite it somewhere in the book"
+        for key, entry in entries.items()
+        if _words(re.sub(r"[{}\\]", "", entry.fields.get("title", key))) not in text
+    ]
+    return fails, len(entries)
+
+
+def check_page(page: Path, root: Path, browser, shots: Path, ids: Ids, remote: Counter):
+    """Run every check on one page; return (failures, number of checks, seconds)."""
+    t0 = time.perf_counter()
+    rel = page.relative_to(root).as_posix()
+    html = page.read_text(encoding="utf-8", errors="replace")
+    soup = BeautifulSoup(html, "html.parser")
+    fails, n_links = check_links(page, root, soup, ids)
+    checks = Counter(links=n_links)
+    if redirect_target(soup):
+        return fails, checks, time.perf_counter() - t0
+
+    # A page built from a notebook offers its .ipynb for download.
+    src_nb = root / "_sources" / Path(rel).with_suffix(".ipynb")
+    if src_nb.is_file():
+        checks["download"] += 1
+        if not soup.find("a", href=re.compile(r"\.ipynb$")):
+            fails.append(f"no download link to {src_nb.name}")
+
+    console_errors, page_errors, local_failed, blocked = [], [], [], []
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pw_page = context.new_page()
+
+    def route(r):
+        req = r.request
+        host = urlsplit(req.url).hostname or req.url[:40]
+        blocked.append(req.url)
+        remote[host] += 1
+        if req.resource_type in ESSENTIAL_TYPES and host not in ALLOWED_REMOTE_HOSTS:
+            fails.append(f"remote {req.resource_type} requested (book must be offline): {req.url}")
+        r.abort("blockedbyclient")
+
+    pw_page.route(lambda url: not url.startswith(("file:", "data:", "blob:", "about:")), route)
+    pw_page.on(
+        "console",
+        lambda m: (
+            console_errors.append((m.text, (m.location or {}).get("url", "")))
+            if m.type == "error"
+            else None
+        ),
+    )
+    pw_page.on("pageerror", lambda e: page_errors.append(str(e)))
+
+    def request_failed(r):
+        if r.url.startswith("file:"):
+            local_failed.append(f"{r.url} ({r.failure})")
+
+    pw_page.on("requestfailed", request_failed)
+    try:
+        pw_page.goto(page.as_uri(), wait_until="load", timeout=30_000)
+        has_mathjax = bool(soup.find("script", src=re.compile(r"mathjax|MathJax")))
+        if has_mathjax:
+            try:
+                pw_page.wait_for_function(
+                    "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                    timeout=20_000,
+                )
+                pw_page.evaluate("() => MathJax.startup.promise.then(() => true)")
+            except Exception as e:  # noqa: BLE001 - reported as a page failure
+                fails.append(f"MathJax did not start: {str(e).splitlines()[0]}")
+        if soup.find("script", type="application/vnd.jupyter.widget-view+json"):
+            try:
+                pw_page.wait_for_function(WIDGETS_DONE_JS, timeout=20_000)
+            except Exception:  # noqa: BLE001 - the per-widget check below says which one
+                pass
+        # Load lazy images too (e.g. inside collapsed solutions), then wait for all of them.
+        pw_page.evaluate(
+            "() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')"
+        )
+        try:
+            pw_page.wait_for_function(
+                "() => Array.from(document.images).every(i => i.complete)", timeout=15_000
+            )
+        except Exception:  # noqa: BLE001 - the image check below names the image
+            pass
+        pw_page.wait_for_timeout(300)  # let font and chunk requests settle
+        info = pw_page.evaluate(PAGE_JS)
+        shot = shots / (rel.replace("/", "__").removesuffix(".html") + ".png")
+        pw_page.screenshot(path=str(shot), full_page=True)
+    except Exception as e:  # noqa: BLE001 - a page that cannot be loaded fails, others go on
+        fails.append(f"browser error: {str(e).splitlines()[0]}")
+        context.close()
+        return fails, checks, time.perf_counter() - t0
+    context.close()
+
+    # Math.
+    checks["math"] += info["math"]
+    if info["math"] and not has_mathjax:
+        fails.append(f"{info['math']} math elements but no MathJax script on the page")
+    for tex in info["untypeset"][:5]:
+        fails.append(f"math not typeset by MathJax: {tex!r}")
+    for err in info["merror"][:5]:
+        fails.append(f"MathJax TeX error: {err!r}")
+    checks["raw-math"] += 1
+    for snippet in info["raw"][:5]:
+        fails.append(f"raw TeX left in the page text: {snippet!r}")
+    # Images.
+    checks["images"] += len(info["images"])
+    for img in info["images"]:
+        if not img["ok"]:
+            fails.append(f"image did not load (naturalWidth {img['w']}): {img['src']}")
+    # Widgets.
+    checks["widgets"] += info["views"]
+    has_state = soup.find("script", type="application/vnd.jupyter.widget-state+json") is not None
+    hint = (
+        "" if has_state else " (no widget state on the page: execute with store_widget_state=True)"
+    )
+    for w in info["widgets"]:
+        if not w["visible"]:
+            fails.append(f"widget {w['id']} not rendered: {w['what']}{hint}")
+    checks["widget-text"] += 1
+    for text in info["widgetText"]:
+        if WIDGET_AS_TEXT.search(text):
+            fails.append(
+                f"a widget is shown as text (run with store_widget_state=True): {text[:60]!r}"
+            )
+    # Local requests and the console.
+    checks["local-requests"] += 1
+    for u in local_failed:
+        vendored = any(f"/_static/{d}/" in u for d in ("mathjax", "widgets")) or "/require.js" in u
+        hint = " (a vendored file: run `bash .ci/vendor.sh`, then rebuild)" if vendored else ""
+        fails.append(f"local file failed to load: {u}{hint}")
+    checks["console"] += 1
+    blocked_set = set(blocked)
+    for text, url in console_errors:
+        if url in blocked_set or "ERR_BLOCKED_BY_CLIENT" in text:
+            continue
+        fails.append(f"console error: {text[:200]}" + (f" (at {url})" if url else ""))
+    fails += [f"uncaught exception: {e[:200]}" for e in page_errors]
+    return fails, checks, time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("html", type=Path, help="the built book, e.g. _build/html")
+    ap.add_argument("--bib", type=Path, help="check every entry of this .bib file is cited")
+    ap.add_argument("--screenshots", type=Path, help="default: <html>/../screenshots")
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    args = ap.parse_args(argv)
+
+    root = args.html.resolve()
+    if not (root / "_static").is_dir():
+        print(f"browser-check: FAILED: {root} is not a built Sphinx HTML book")
+        return 2
+    if not Path(args.chromium).is_file():
+        print(f"browser-check: FAILED: no Chromium at {args.chromium}")
+        return 2
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("browser-check: FAILED: playwright is missing (pinned in requirements.txt)")
+        return 2
+    shots = (args.screenshots or root.parent / "screenshots").resolve()
+    shots.mkdir(parents=True, exist_ok=True)
+    for old in shots.glob("*.png"):
+        old.unlink()
+
+    pages = page_list(root)
+    t0 = time.perf_counter()
+    failures: dict[str, list[str]] = {}
+    totals: Counter = Counter()
+    remote: Counter = Counter()
+    ids = Ids()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=args.chromium,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        print(f"browser-check: {len(pages)} pages with Chromium {browser.version}")
+        for page in pages:
+            rel = page.relative_to(root).as_posix()
+            fails, checks, secs = check_page(page, root, browser, shots, ids, remote)
+            totals.update(checks)
+            status = "ok  " if not fails else "FAIL"
+            print(
+                f"  {status} {rel:<48} {sum(checks.values()):5d} checks {secs:5.1f} s", flush=True
+            )
+            if fails:
+                failures[rel] = fails
+        browser.close()
+    if args.bib:
+        fails, n = check_bibliography(root, args.bib)
+        totals["bibliography"] += n
+        if fails:
+            failures["(bibliography)"] = fails
+    elapsed = time.perf_counter() - t0
+
+    by_kind = ", ".join(f"{k} {v}" for k, v in sorted(totals.items()))
+    print(
+        f"browser-check: {len(pages)} pages, {sum(totals.values())} checks ({by_kind}), "
+        f"{elapsed:.1f} s; screenshots in {shots}"
+    )
+    hosts = ", ".join(f"{h} ({c})" for h, c in remote.most_common()) or "none"
+    print(f"browser-check: blocked remote requests: {hosts}")
+    if failures:
+        n = sum(len(v) for v in failures.values())
+        print(f"browser-check: FAILED: {n} problems on {len(failures)} pages")
+        for rel, fails in failures.items():
+            for f in fails:
+                print(f"  {rel}: {f}")
+        return 1
+    print("browser-check: all pages passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
