@@ -1,0 +1,357 @@
+"""An executable two-level memory: the red-blue pebble game with every word counted.
+
+Hong and Kung's model (HK81; SY24 §2; THEORY.md §2): a fast memory of at most M words, an
+unbounded slow memory, and a cost of one I/O per word moved between them. Computation is
+free but may only use values that are in fast memory.
+
+:class:`TwoLevelMemory` makes the model executable, so that an algorithm's I/O is *counted*
+rather than estimated:
+
+* **Slow memory** holds named arrays. ``put`` places an input and ``zeros`` allocates an
+  output; neither is I/O. The algorithm reaches slow data only through ``load`` (counts the
+  block's words as reads) and ``store`` (counts them as writes). Loads copy: the slow value
+  stays, as in the pebble game. ``get`` returns a copy after the run, for checking; not I/O.
+* **Fast memory** holds blocks: those returned by ``load`` and the scratch space returned by
+  ``alloc``. ``free`` releases them. The machine tracks the live fast words and raises
+  :class:`CapacityError` the moment a ``load`` or ``alloc`` would take them above M;
+  ``peak_fast`` records the maximum ever reached.
+* Every value an algorithm keeps between two steps must live in a declared block. A numpy
+  temporary inside one step stands for work a real kernel would fuse (in registers).
+
+**Block addresses** (stable API). ``rows`` and ``cols`` are half-open index ranges given as
+``(start, stop)`` pairs of ints, with ``0 <= start < stop <= extent``; a Python ``slice``
+with step 1 (or None) and explicit bounds is accepted too and normalised to ``(start, stop)``.
+``cols=None`` means all columns; a 1-D slow array (a vector such as ``lse``) takes
+``cols=None`` only. A block of r rows and c columns is r·c words.
+
+**Operation log.** With ``record=True`` every event is appended to ``log`` as an
+:class:`Op` ``(op, name, rows, cols, words)``: ``op`` is ``"load"``, ``"store"``,
+``"alloc"`` or ``"free"``; ``name`` is the slow array involved (for a ``free`` of a loaded
+block, the array it was loaded from; ``None`` for scratch space); ``rows``/``cols`` are
+``(start, stop)`` pairs (``None`` for scratch space and for the columns of a vector).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import weakref
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from .._checks import AttnInputError, as_float_array, check_int
+
+__all__ = ["TwoLevelMemory", "IOCount", "CapacityError", "MachineError", "Op"]
+
+
+class MachineError(RuntimeError):
+    """An algorithm misused the machine: unknown array, slice out of bounds, bad free, leak."""
+
+
+class CapacityError(MachineError):
+    """Fast memory would exceed M words. Attributes: ``live``, ``asked``, ``M``."""
+
+    def __init__(self, live: int, asked: int, M: int, what: str = ""):
+        self.live, self.asked, self.M = live, asked, M
+        where = f" ({what})" if what else ""
+        super().__init__(
+            f"fast memory overflow{where}: {live} words live + {asked} asked = "
+            f"{live + asked} > M = {M}"
+        )
+
+
+@dataclass(frozen=True)
+class IOCount:
+    """Words moved by one run: ``reads`` (slow → fast), ``writes`` (fast → slow),
+    ``total = reads + writes``, and ``peak_fast``, the most fast words ever live at once.
+
+    Construct as ``IOCount(reads, writes, peak_fast)``; ``total`` is computed. Two counts
+    add up (``a + b``): reads and writes add, ``peak_fast`` is the larger one, as for two
+    runs one after the other on the same machine.
+    """
+
+    reads: int
+    writes: int
+    total: int = field(init=False)
+    peak_fast: int
+
+    def __post_init__(self):
+        for name in ("reads", "writes", "peak_fast"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise AttnInputError(f"IOCount.{name} must be an integer >= 0, got {v!r}")
+            object.__setattr__(self, name, int(v))
+        object.__setattr__(self, "total", self.reads + self.writes)
+
+    def __add__(self, other: IOCount) -> IOCount:
+        if not isinstance(other, IOCount):
+            return NotImplemented
+        return IOCount(
+            self.reads + other.reads,
+            self.writes + other.writes,
+            max(self.peak_fast, other.peak_fast),
+        )
+
+
+class Op(NamedTuple):
+    """One logged event of a :class:`TwoLevelMemory` run."""
+
+    op: str
+    name: str | None
+    rows: tuple[int, int] | None
+    cols: tuple[int, int] | None
+    words: int
+
+
+def _words(shape) -> int:
+    return math.prod(shape)
+
+
+class TwoLevelMemory:
+    """A fast memory of ``M`` words in front of an unbounded slow memory, counting I/O.
+
+    Parameters
+    ----------
+    M : int >= 1, the fast memory's capacity in words
+    record : keep the operation log (:attr:`log`), for drawing a schedule
+
+    Methods (see the module docstring for the semantics):
+
+    ``put(name, array)``, ``zeros(name, shape, dtype=float64)``: place slow arrays (no I/O).
+    ``load(name, rows, cols=None) -> ndarray``: copy a block to fast memory (reads).
+    ``store(name, rows, cols, block)``: write a block to slow memory (writes).
+    ``alloc(shape, dtype=float64, fill=0.0) -> ndarray``: fast scratch space.
+    ``free(*blocks)``: release fast blocks (a second free of the same block is an error).
+    ``get(name) -> ndarray``: a copy of a slow array (no I/O).
+    ``finish() -> IOCount``: the count, after checking that no fast block is still live.
+
+    Properties: ``count`` (an :class:`IOCount`), ``reads``, ``writes``, ``live_fast``,
+    ``peak_fast``, ``M``, ``log``, ``names``.
+    """
+
+    def __init__(self, M: int, *, record: bool = False):
+        self._M = check_int("M", M)
+        self._slow: dict[str, np.ndarray] = {}
+        # Live fast blocks by id(); the array itself is kept so that its id stays unique.
+        self._live: dict[int, tuple[np.ndarray, int, str | None]] = {}
+        # Freed blocks, held weakly: a second free of the same object is recognised while
+        # the caller still holds it, and ids are never confused after it is collected.
+        self._freed: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+        self._live_words = 0
+        self._peak = 0
+        self._reads = 0
+        self._writes = 0
+        self._record = bool(record)
+        self.log: list[Op] = []
+
+    # ---- properties --------------------------------------------------------------------
+    @property
+    def M(self) -> int:
+        return self._M
+
+    @property
+    def reads(self) -> int:
+        return self._reads
+
+    @property
+    def writes(self) -> int:
+        return self._writes
+
+    @property
+    def live_fast(self) -> int:
+        """Words currently held in fast memory."""
+        return self._live_words
+
+    @property
+    def peak_fast(self) -> int:
+        """The most words ever live in fast memory at once."""
+        return self._peak
+
+    @property
+    def count(self) -> IOCount:
+        """The I/O so far as an :class:`IOCount`."""
+        return IOCount(self._reads, self._writes, self._peak)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of the arrays in slow memory."""
+        return tuple(self._slow)
+
+    # ---- slow memory (no I/O) ----------------------------------------------------------
+    def put(self, name: str, array) -> None:
+        """Place an input array (1-D or 2-D, float) in slow memory. Not I/O; copies it."""
+        self._check_new_name(name)
+        arr = as_float_array(name, array, ndim=None, allow_neg_inf=True)
+        if arr.ndim not in (1, 2):
+            raise AttnInputError(f"{name} must be 1- or 2-dimensional, got shape {arr.shape}")
+        self._slow[name] = np.array(arr, copy=True)
+
+    def zeros(self, name: str, shape, *, dtype=np.float64) -> None:
+        """Allocate a zero-filled output array in slow memory. Not I/O."""
+        self._check_new_name(name)
+        shape = self._check_shape("shape", shape)
+        self._slow[name] = np.zeros(shape, dtype=dtype)
+
+    def get(self, name: str) -> np.ndarray:
+        """A copy of slow array ``name`` (for checking results; not I/O)."""
+        return self._array(name).copy()
+
+    # ---- transfers (counted) -----------------------------------------------------------
+    def load(self, name: str, rows, cols=None) -> np.ndarray:
+        """Copy block ``name[rows, cols]`` into fast memory and return it; counts its words as
+        reads. Raises :class:`CapacityError` if it does not fit next to the live blocks."""
+        arr = self._array(name)
+        rows, cols, index = self._index(name, arr, rows, cols)
+        block_shape = arr[index].shape
+        words = _words(block_shape)
+        self._reserve(words, f"load {name}")
+        block = np.array(arr[index], copy=True)
+        self._live[id(block)] = (block, words, name)
+        self._reads += words
+        if self._record:
+            self.log.append(Op("load", name, rows, cols, words))
+        return block
+
+    def store(self, name: str, rows, cols, block) -> None:
+        """Write ``block`` into ``name[rows, cols]`` in slow memory; counts its words as writes.
+
+        ``block`` is a fast block or a value computed from fast blocks within this step;
+        its shape must equal the addressed region's."""
+        arr = self._array(name)
+        rows, cols, index = self._index(name, arr, rows, cols)
+        target = arr[index].shape
+        block = np.asarray(block)
+        if block.shape != target:
+            raise MachineError(
+                f"store into {name}[{_fmt(rows)}, {_fmt(cols)}]: block has shape "
+                f"{block.shape}, the region has shape {target}"
+            )
+        arr[index] = block
+        words = _words(target)
+        self._writes += words
+        if self._record:
+            self.log.append(Op("store", name, rows, cols, words))
+
+    # ---- fast memory ---------------------------------------------------------------------
+    def alloc(self, shape, *, dtype=np.float64, fill=0.0) -> np.ndarray:
+        """Fast scratch space of ``shape`` (int or tuple), filled with ``fill``. Not I/O.
+        Raises :class:`CapacityError` if it does not fit next to the live blocks."""
+        shape = self._check_shape("shape", shape)
+        words = _words(shape)
+        self._reserve(words, f"alloc {shape}")
+        block = np.full(shape, fill, dtype=dtype)
+        self._live[id(block)] = (block, words, None)
+        if self._record:
+            self.log.append(Op("alloc", None, None, None, words))
+        return block
+
+    def free(self, *blocks: np.ndarray) -> None:
+        """Release fast blocks returned by ``load`` or ``alloc``. Freeing a block twice, or
+        an array this machine did not hand out (a view, a temporary), raises
+        :class:`MachineError`."""
+        for block in blocks:
+            entry = self._live.pop(id(block), None)
+            if entry is None or entry[0] is not block:
+                if entry is not None:  # an id collision with another live block: put it back
+                    self._live[id(block)] = entry
+                if self._freed.get(id(block)) is block:
+                    raise MachineError("double free: this fast block was already freed")
+                raise MachineError(
+                    "free of an array that is not a live fast block of this machine "
+                    "(only arrays returned by load or alloc can be freed, not views or "
+                    "temporaries)"
+                )
+            _, words, origin = entry
+            self._live_words -= words
+            self._freed[id(block)] = block
+            if self._record:
+                self.log.append(Op("free", origin, None, None, words))
+
+    def finish(self) -> IOCount:
+        """Return :attr:`count` after checking that every fast block was freed.
+
+        Raises :class:`MachineError` naming the leaked words otherwise: an algorithm that
+        forgets to free is caught even when it never overflows."""
+        if self._live:
+            origins = sorted({o or "scratch" for _, _, o in self._live.values()})
+            blocks = f"{len(self._live)} fast block" + ("s" if len(self._live) != 1 else "")
+            raise MachineError(
+                f"{blocks} ({self._live_words} words) never freed (from: {', '.join(origins)})"
+            )
+        return self.count
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _reserve(self, words: int, what: str) -> None:
+        if self._live_words + words > self._M:
+            raise CapacityError(self._live_words, words, self._M, what)
+        self._live_words += words
+        self._peak = max(self._peak, self._live_words)
+
+    def _check_new_name(self, name) -> None:
+        if not isinstance(name, str) or not name:
+            raise AttnInputError(f"name must be a non-empty string, got {name!r}")
+        if name in self._slow:
+            raise AttnInputError(f"name {name!r} is already in slow memory")
+
+    @staticmethod
+    def _check_shape(argname: str, shape) -> tuple[int, ...]:
+        if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+            shape = (shape,)
+        try:
+            shape = tuple(shape)
+        except TypeError:
+            raise AttnInputError(
+                f"{argname} must be an int or a tuple of ints, got {shape!r}"
+            ) from None
+        if not shape or any(
+            isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in shape
+        ):
+            raise AttnInputError(f"{argname} must be a tuple of positive ints, got {shape!r}")
+        return tuple(int(s) for s in shape)
+
+    def _array(self, name: str) -> np.ndarray:
+        try:
+            return self._slow[name]
+        except (KeyError, TypeError):
+            have = ", ".join(repr(k) for k in self._slow) or "nothing"
+            raise MachineError(
+                f"no array named {name!r} in slow memory (it holds {have})"
+            ) from None
+
+    def _index(self, name, arr, rows, cols):
+        rows = _range(name, "rows", rows, arr.shape[0])
+        if arr.ndim == 1:
+            if cols is not None:
+                raise MachineError(f"{name} is a vector: cols must be None, got {cols!r}")
+            return rows, None, slice(*rows)
+        cols = (0, arr.shape[1]) if cols is None else _range(name, "cols", cols, arr.shape[1])
+        return rows, cols, (slice(*rows), slice(*cols))
+
+
+def _range(name: str, what: str, r, extent: int) -> tuple[int, int]:
+    """Normalise a (start, stop) pair or a step-1 slice to (start, stop), checking bounds."""
+    if isinstance(r, slice):
+        if r.step not in (None, 1) or r.start is None or r.stop is None:
+            raise MachineError(
+                f"{what} of {name} must be (start, stop) or a slice with explicit bounds and "
+                f"step 1, got {r!r}"
+            )
+        r = (r.start, r.stop)
+    if (
+        not isinstance(r, tuple)
+        or len(r) != 2
+        or not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in r)
+    ):
+        raise MachineError(f"{what} of {name} must be a (start, stop) pair of ints, got {r!r}")
+    start, stop = int(r[0]), int(r[1])
+    if not 0 <= start < stop <= extent:
+        raise MachineError(
+            f"{what} ({start}, {stop}) out of bounds for {name}: need 0 <= start < stop <= {extent}"
+        )
+    return start, stop
+
+
+def _fmt(r) -> str:
+    return ":" if r is None else f"{r[0]}:{r[1]}"

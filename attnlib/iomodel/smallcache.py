@@ -1,0 +1,406 @@
+"""Attention when the cache is small (M < d²): square tiling, with every word counted.
+
+When the fast memory cannot hold even a d×d tile, FlashAttention's row blocks shrink to a
+handful of rows and its I/O, Θ(n²d²/M), exceeds the cost of simply writing the n×n score
+matrix. The two algorithms here write it instead, and compute every product of the pass
+by **square b×b tiles**, so each is a sequence of tiled matrix products whose I/O is
+Θ(n²d/b) = Θ(n²d/√M), plus Θ(n²) for the score-shaped matrices that go to slow memory.
+Below M ≈ d² that is smaller by a factor ≈ d/√M (SY24 Thm 3.1; LLS+24 Thm 1.1).
+
+* :func:`smallcache_forward` is SY24's Algorithm 1 (square tiling of S = QKᵀ, then of PV),
+  **with one change**: SY24 writes exp(S) and its row sums, which overflows for logits
+  above ≈ 709 in float64 (≈ 88 in float32). Ours writes the raw scores S, keeps an online
+  row maximum and row sum (FA1 Alg. 1's rescaling) while it does, and subtracts the
+  log-sum-exp in phase 2. The I/O is the same. SY24's unsafe variant is kept behind the
+  private flag ``_sy24_unsafe=True``, for the book to show the overflow.
+* :func:`smallcache_backward` is **our reconstruction** (THEORY.md §3, tagged [ours]) of a
+  small-cache backward pass consistent with the bound LLS+24 state; their algorithm's text
+  was not available to us. It materialises P and dS in slow memory and computes
+  dV = PᵀdO, dQ = τ·dS K and dK = τ·dSᵀQ by square tiles.
+
+Both have exact closed-form twins, :func:`smallcache_forward_count` and
+:func:`smallcache_backward_count`; the tests require simulated and closed-form counts to be
+equal (reads, writes and peak fast words) on a grid of shapes and cache sizes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._checks import (
+    AttnInputError,
+    as_float_array,
+    check_cols,
+    check_int,
+    check_rows,
+    check_scale,
+    check_shape,
+    float_dtype,
+)
+from .machine import IOCount, TwoLevelMemory
+
+__all__ = [
+    "smallcache_forward",
+    "smallcache_backward",
+    "smallcache_forward_count",
+    "smallcache_backward_count",
+    "smallcache_forward_tile",
+    "smallcache_backward_tile",
+]
+
+# The tile rules. b is the largest integer whose worst phase fits in M words:
+#   forward : 3b² + 2b <= M   (three b×b tiles + running max and sum of b rows)
+#   backward: 4b² + 2b <= M   (S and dP accumulators + two operand tiles + lse_I and D_I)
+_FORWARD_TILES, _FORWARD_VECTORS = 3, 2
+_BACKWARD_TILES, _BACKWARD_VECTORS = 4, 2
+
+
+def _largest_tile(M: int, tiles: int, vectors: int) -> int:
+    """The largest b >= 0 with tiles·b² + vectors·b <= M (the positive root, floored)."""
+    b = int((-vectors + math.sqrt(vectors * vectors + 4 * tiles * M)) / (2 * tiles))
+    while tiles * (b + 1) ** 2 + vectors * (b + 1) <= M:  # guard against rounding
+        b += 1
+    while b > 0 and tiles * b * b + vectors * b > M:
+        b -= 1
+    return b
+
+
+def _tile_for(M, tiles: int, vectors: int, who: str) -> int:
+    M = check_int("M", M)
+    smallest = tiles + vectors  # b = 1
+    if M < smallest:
+        raise AttnInputError(
+            f"M must be at least {smallest} words for {who} ({tiles}b² + {vectors}b <= M "
+            f"with tile side b = 1), got M={M}"
+        )
+    return _largest_tile(M, tiles, vectors)
+
+
+def smallcache_forward_tile(M: int) -> int:
+    """Tile side b of :func:`smallcache_forward`: the largest b with 3b² + 2b <= M (M >= 5)."""
+    return _tile_for(M, _FORWARD_TILES, _FORWARD_VECTORS, "smallcache_forward")
+
+
+def smallcache_backward_tile(M: int) -> int:
+    """Tile side b of :func:`smallcache_backward`: the largest b with 4b² + 2b <= M (M >= 6)."""
+    return _tile_for(M, _BACKWARD_TILES, _BACKWARD_VECTORS, "smallcache_backward")
+
+
+def _blocks(extent: int, size: int):
+    """Half-open (start, stop) ranges of at most ``size`` covering range(extent)."""
+    return [(s, min(s + size, extent)) for s in range(0, extent, size)]
+
+
+def _ntiles(extent: int, b: int) -> int:
+    return -(-extent // b)
+
+
+def _span(r) -> int:
+    return r[1] - r[0]
+
+
+def _check_qkv(Q, K, V):
+    Q = as_float_array("Q", Q)
+    K = as_float_array("K", K)
+    V = as_float_array("V", V)
+    check_cols("K", K, Q.shape[1], "Q")
+    check_rows("V", V, K.shape[0], "K")
+    return Q, K, V
+
+
+# ---- forward: SY24 Algorithm 1, made safe -------------------------------------------------
+
+
+def smallcache_forward(
+    Q, K, V, *, M: int, scale=None, record: bool = False, _sy24_unsafe: bool = False
+):
+    """Attention forward by square tiles (SY24 Alg. 1, with the log-sum-exp subtracted).
+
+    Tile rule: b is the largest integer with **3b² + 2b <= M**, the capacity inequality of
+    the worst phase (phase 1 holds an accumulator of S, one tile each of Q and K, and the
+    running row maximum and row sum of b rows; phase 2 holds the output accumulator, one
+    tile each of S and V, and lse for b rows, 3b² + b words). So the smallest M is 5.
+
+    Phase 1, for each block I of b query rows: for each block J of b keys, accumulate
+    S_IJ = τ Σ_L Q[I, L] K[J, L]ᵀ over column blocks L of width b, fold it into the running
+    row max m_I and row sum l_I (FA1's online rescaling), and write S_IJ to slow memory.
+    Then write lse_I = m_I + log l_I.
+    Phase 2, for each tile (I, C) of O: O_IC = Σ_J exp(S_IJ − lse_I) V[J, C], written once.
+
+    SY24 instead write exp(S_IJ) and the row sums, and divide in phase 2: the same I/O,
+    but exp overflows once a logit passes ≈ 709 (float64). ``_sy24_unsafe=True`` runs that
+    version (private: it exists to show the overflow; it returns lse = log of the sums).
+
+    Parameters
+    ----------
+    Q : (n, d), K : (m, d), V : (m, d_v) float arrays
+    M : fast memory in words, >= 5
+    scale : τ > 0, default 1/√d
+    record : keep the machine's operation log; if True the machine is returned too
+
+    Returns
+    -------
+    (O, lse, IOCount), or (O, lse, IOCount, machine) with ``record=True``.
+    O is (n, d_v) and lse (n,), as :func:`attnlib.attention_forward`. The count equals
+    :func:`smallcache_forward_count` exactly: reads ≈ 4n²d/b, writes ≈ n² (square case).
+    """
+    Q, K, V = _check_qkv(Q, K, V)
+    n, d = Q.shape
+    m, dv = V.shape
+    tau = check_scale(scale, d)
+    b = smallcache_forward_tile(M)
+    dtype = float_dtype(Q, K, V)
+    mem = TwoLevelMemory(M, record=record)
+    mem.put("Q", Q.astype(dtype, copy=False))
+    mem.put("K", K.astype(dtype, copy=False))
+    mem.put("V", V.astype(dtype, copy=False))
+    mem.zeros("S", (n, m), dtype=dtype)  # scores (ours) or exp(scores) (SY24's)
+    mem.zeros("lse", (n,), dtype=dtype)
+    mem.zeros("O", (n, dv), dtype=dtype)
+    rows, keys, dcols, vcols = _blocks(n, b), _blocks(m, b), _blocks(d, b), _blocks(dv, b)
+
+    # Phase 1: the score matrix, tile by tile, with each row's max and sum kept on the fly.
+    for I in rows:
+        row_max = mem.alloc(_span(I), dtype=dtype, fill=-np.inf)
+        row_sum = mem.alloc(_span(I), dtype=dtype)
+        for J in keys:
+            S = mem.alloc((_span(I), _span(J)), dtype=dtype)
+            for L in dcols:
+                q, k = mem.load("Q", I, L), mem.load("K", J, L)
+                S += q @ k.T
+                mem.free(q, k)
+            S *= tau
+            if _sy24_unsafe:  # SY24: exp of the raw score, no shift (overflows for S > 709)
+                with np.errstate(over="ignore"):
+                    S[:] = np.exp(S)
+                row_sum += S.sum(axis=1)
+            else:  # ours: online max and rescaled sum (FA1 Alg. 1, lines 10-12)
+                new_max = np.maximum(row_max, S.max(axis=1))
+                row_sum[:] = row_sum * np.exp(row_max - new_max) + np.exp(S - new_max[:, None]).sum(
+                    axis=1
+                )
+                row_max[:] = new_max
+            mem.store("S", I, J, S)
+            mem.free(S)
+        lse_I = np.log(row_sum) if _sy24_unsafe else row_max + np.log(row_sum)
+        mem.store("lse", I, None, lse_I)
+        mem.free(row_max, row_sum)
+
+    # Phase 2: O = softmax(S) V by square tiles, normalising with lse as each tile is read.
+    for I in rows:
+        for C in vcols:
+            lse = mem.load("lse", I)
+            O = mem.alloc((_span(I), _span(C)), dtype=dtype)
+            for J in keys:
+                s, v = mem.load("S", I, J), mem.load("V", J, C)
+                if _sy24_unsafe:  # exp(S) / rowsum: inf/inf = NaN once a logit overflowed
+                    with np.errstate(invalid="ignore"):
+                        O += (s / np.exp(lse)[:, None]) @ v
+                else:
+                    O += np.exp(s - lse[:, None]) @ v
+                mem.free(s, v)
+            mem.store("O", I, C, O)
+            mem.free(lse, O)
+
+    count = mem.finish()
+    out = (mem.get("O"), mem.get("lse"), count)
+    return (*out, mem) if record else out
+
+
+def smallcache_forward_count(
+    n: int, d: int, M: int, *, m: int | None = None, d_v: int | None = None
+) -> IOCount:
+    """Exact I/O of :func:`smallcache_forward` (closed form, no arrays).
+
+    With b from :func:`smallcache_forward_tile`, T_x = ⌈x/b⌉ tiles along an extent x, and
+    b_x = min(b, x) (m defaults to n and d_v to d)::
+
+        reads  = d·(n·T_m + m·T_n)        phase 1: Q and K tiles, once per tile of S
+               + n·m·T_dv + m·d_v·T_n     phase 2: S and V tiles, once per tile of O
+               + n·T_dv                   phase 2: lse_I, once per tile of O
+        writes = n·m + n + n·d_v          S, lse, O
+        peak   = max(2b_n + b_n·b_m + b_n·b_d + b_m·b_d,     phase 1
+                     b_n + b_n·b_dv + b_n·b_m + b_m·b_dv)   phase 2
+
+    In the square case (m = n, d_v = d) reads ≈ 4n²d/b + n², i.e. ≈ 4√3·n²d/√M.
+    """
+    n, d = check_int("n", n), check_int("d", d)
+    m = n if m is None else check_int("m", m)
+    dv = d if d_v is None else check_int("d_v", d_v)
+    b = smallcache_forward_tile(M)
+    Tn, Tm, Tv = _ntiles(n, b), _ntiles(m, b), _ntiles(dv, b)
+    bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
+    reads = d * (n * Tm + m * Tn) + n * m * Tv + m * dv * Tn + n * Tv
+    writes = n * m + n + n * dv
+    peak = max(2 * bn + bn * bm + bn * bd + bm * bd, bn + bn * bv + bn * bm + bm * bv)
+    return IOCount(reads, writes, peak)
+
+
+# ---- backward: our reconstruction (THEORY.md §3) ------------------------------------------
+
+
+def _check_backward(Q, K, V, O, dO, lse):
+    Q, K, V = _check_qkv(Q, K, V)
+    n = Q.shape[0]
+    dv = V.shape[1]
+    O = as_float_array("O", O)
+    check_shape("O", O, (n, dv), "(n, d_v)")
+    dO = as_float_array("dO", dO)
+    check_shape("dO", dO, (n, dv), "(n, d_v) like O")
+    lse = as_float_array("lse", lse, ndim=1)
+    check_shape("lse", lse, (n,), "(n,)")
+    return Q, K, V, O, dO, lse
+
+
+def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool = False):
+    """Attention backward by square tiles, for caches smaller than d² ([ours], THEORY.md §3).
+
+    Our reconstruction of a small-cache backward pass consistent with LLS+24's stated
+    bound Θ(n²d/√M) for M = o(d²) (their algorithm's text was not available to us). It
+    materialises the two n×n intermediates in slow memory, and every product is a
+    square-tiled matrix product:
+
+    1. For each block I of b query rows: load lse_I and form D_I = rowsum(dO_I ∘ O_I).
+       Then for each block J of b keys, **fuse the two score-shaped products**: accumulate
+       S_IJ = Q_I K_Jᵀ over column blocks, turn it into P_IJ = exp(τS_IJ − lse_I) in place
+       and write it; accumulate dP_IJ = dO_I V_Jᵀ next to it, turn it into
+       dS_IJ = P_IJ ∘ (dP_IJ − D_I) in place and write it. Each of P and dS is written
+       once (2n² words) and nothing score-shaped is ever read back in this phase.
+    2. dV = Pᵀ dO, 3. dQ = τ·dS K, 4. dK = τ·dSᵀ Q, each by square tiles: for every b×b
+       output tile, stream the matching tiles of the two factors and write the tile once.
+
+    Tile rule: b is the largest integer with **4b² + 2b <= M**, the capacity inequality of
+    phase 1 (S and dP accumulators, one dO tile and one V tile, lse_I and D_I); the
+    products need only 3b². So the smallest M is 6.
+
+    Parameters
+    ----------
+    Q : (n, d), K : (m, d), V : (m, d_v) float arrays
+    O, lse : the forward outputs, (n, d_v) and (n,)
+    dO : (n, d_v), the gradient of the loss with respect to O
+    M : fast memory in words, >= 6
+    scale : τ > 0, default 1/√d
+    record : keep the machine's operation log; if True the machine is returned too
+
+    Returns
+    -------
+    (dQ, dK, dV, IOCount), or with ``record=True`` also the machine. The gradients equal
+    :func:`attnlib.attention_backward`'s; the count equals :func:`smallcache_backward_count`
+    exactly: reads ≈ 10n²d/b, writes ≈ 2n² (square case).
+    """
+    Q, K, V, O, dO, lse = _check_backward(Q, K, V, O, dO, lse)
+    n, d = Q.shape
+    m, dv = V.shape
+    tau = check_scale(scale, d)
+    b = smallcache_backward_tile(M)
+    dtype = float_dtype(Q, K, V, O, dO, lse)
+    mem = TwoLevelMemory(M, record=record)
+    for name, arr in (("Q", Q), ("K", K), ("V", V), ("O", O), ("dO", dO), ("lse", lse)):
+        mem.put(name, arr.astype(dtype, copy=False))
+    mem.zeros("P", (n, m), dtype=dtype)
+    mem.zeros("dS", (n, m), dtype=dtype)
+    for name, shape in (("dQ", (n, d)), ("dK", (m, d)), ("dV", (m, dv))):
+        mem.zeros(name, shape, dtype=dtype)
+    rows, keys, dcols, vcols = _blocks(n, b), _blocks(m, b), _blocks(d, b), _blocks(dv, b)
+
+    # Phase 1: P and dS, tile by tile, both score-shaped products fused per tile (I, J).
+    for I in rows:
+        lse_I = mem.load("lse", I)
+        D_I = mem.alloc(_span(I), dtype=dtype)
+        for C in vcols:  # D_I = rowsum(dO_I ∘ O_I)
+            o, do = mem.load("O", I, C), mem.load("dO", I, C)
+            D_I += np.einsum("ij,ij->i", do, o)
+            mem.free(o, do)
+        for J in keys:
+            P = mem.alloc((_span(I), _span(J)), dtype=dtype)
+            for L in dcols:  # S_IJ = Q_I K_Jᵀ
+                q, k = mem.load("Q", I, L), mem.load("K", J, L)
+                P += q @ k.T
+                mem.free(q, k)
+            P[:] = np.exp(tau * P - lse_I[:, None])  # P_IJ, in place of S_IJ
+            mem.store("P", I, J, P)
+            dS = mem.alloc((_span(I), _span(J)), dtype=dtype)
+            for C in vcols:  # dP_IJ = dO_I V_Jᵀ
+                do, v = mem.load("dO", I, C), mem.load("V", J, C)
+                dS += do @ v.T
+                mem.free(do, v)
+            dS[:] = P * (dS - D_I[:, None])  # dS_IJ, in place of dP_IJ
+            mem.store("dS", I, J, dS)
+            mem.free(P, dS)
+        mem.free(lse_I, D_I)
+
+    # Phases 2-4: three square-tiled products over the key/query index.
+    def product(out, left, right, out_rows, out_cols, inner, *, transpose_left, factor):
+        for R in out_rows:
+            for C in out_cols:
+                acc = mem.alloc((_span(R), _span(C)), dtype=dtype)
+                for L in inner:
+                    if transpose_left:  # left tile is left[L, R]: rows over the inner index
+                        a, c = mem.load(left, L, R), mem.load(right, L, C)
+                        acc += a.T @ c
+                    else:
+                        a, c = mem.load(left, R, L), mem.load(right, L, C)
+                        acc += a @ c
+                    mem.free(a, c)
+                mem.store(out, R, C, acc * factor if factor != 1.0 else acc)
+                mem.free(acc)
+
+    product("dV", "P", "dO", keys, vcols, rows, transpose_left=True, factor=1.0)
+    product("dQ", "dS", "K", rows, dcols, keys, transpose_left=False, factor=tau)
+    product("dK", "dS", "Q", keys, dcols, rows, transpose_left=True, factor=tau)
+
+    count = mem.finish()
+    out = (mem.get("dQ"), mem.get("dK"), mem.get("dV"), count)
+    return (*out, mem) if record else out
+
+
+def smallcache_backward_count(
+    n: int, d: int, M: int, *, m: int | None = None, d_v: int | None = None
+) -> IOCount:
+    """Exact I/O of :func:`smallcache_backward` (closed form, no arrays).
+
+    With b from :func:`smallcache_backward_tile`, T_x = ⌈x/b⌉ and b_x = min(b, x)
+    (m defaults to n and d_v to d)::
+
+        reads  = n + 2·n·d_v                  phase 1: lse, and O and dO for D
+               + (d + d_v)·(n·T_m + m·T_n)    phase 1: Q, K, dO, V tiles, once per tile (I, J)
+               + n·m·T_dv + n·d_v·T_m         dV = Pᵀ dO
+               + n·m·T_d  + m·d·T_n           dQ = τ dS K
+               + n·m·T_d  + n·d·T_m           dK = τ dSᵀ Q
+        writes = 2·n·m + n·d + m·d + m·d_v    P, dS, dQ, dK, dV
+        peak   = max over the phases of their live words (first tiles are the largest):
+                 2b_n + 2b_n·b_dv,  2b_n + b_n·b_m + b_n·b_d + b_m·b_d,
+                 2b_n + 2b_n·b_m + b_n·b_dv + b_m·b_dv,  and b_x·b_y + b_x·b_z + b_z·b_y
+                 for each product.
+
+    In the square case reads ≈ 10n²d/b and writes ≈ 2n², i.e. total ≈ 20n²d/√M + 2n².
+    """
+    n, d = check_int("n", n), check_int("d", d)
+    m = n if m is None else check_int("m", m)
+    dv = d if d_v is None else check_int("d_v", d_v)
+    b = smallcache_backward_tile(M)
+    Tn, Tm, Td, Tv = _ntiles(n, b), _ntiles(m, b), _ntiles(d, b), _ntiles(dv, b)
+    bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
+    reads = (
+        n
+        + 2 * n * dv
+        + (d + dv) * (n * Tm + m * Tn)
+        + n * m * Tv
+        + n * dv * Tm
+        + n * m * Td
+        + m * d * Tn
+        + n * m * Td
+        + n * d * Tm
+    )
+    writes = 2 * n * m + n * d + m * d + m * dv
+    peak = max(
+        2 * bn + 2 * bn * bv,  # D_I
+        2 * bn + bn * bm + bn * bd + bm * bd,  # S_IJ
+        2 * bn + 2 * bn * bm + bn * bv + bm * bv,  # dP_IJ next to P_IJ
+        bm * bv + bn * bm + bn * bv,  # dV
+        bn * bd + bn * bm + bm * bd,  # dQ
+        bm * bd + bn * bm + bn * bd,  # dK
+    )
+    return IOCount(reads, writes, peak)

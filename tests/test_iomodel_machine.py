@@ -1,0 +1,217 @@
+"""The two-level memory machine: counts, copy semantics, capacity, misuse, the operation log."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from attnlib import AttnInputError
+from attnlib.iomodel import CapacityError, IOCount, MachineError, Op, TwoLevelMemory
+
+
+def machine(M=100, record=False):
+    mem = TwoLevelMemory(M, record=record)
+    mem.put("A", np.arange(24.0).reshape(4, 6))
+    mem.put("v", np.arange(5.0))
+    mem.zeros("C", (4, 6))
+    return mem
+
+
+def test_load_counts_reads_and_copies():
+    mem = machine()
+    blk = mem.load("A", (1, 3), (2, 5))
+    assert blk.shape == (2, 3)
+    np.testing.assert_array_equal(blk, [[8, 9, 10], [14, 15, 16]])
+    assert (mem.reads, mem.writes, mem.live_fast) == (6, 0, 6)
+    blk[:] = -1  # a fast copy: the slow value stays (Hong–Kung copy semantics)
+    assert mem.get("A")[1, 2] == 8
+    mem.free(blk)
+    assert mem.live_fast == 0 and mem.peak_fast == 6
+
+
+def test_cols_none_means_all_columns_and_vectors_take_rows_only():
+    mem = machine()
+    row = mem.load("A", (3, 4))
+    assert row.shape == (1, 6) and mem.reads == 6
+    vec = mem.load("v", (1, 4))
+    np.testing.assert_array_equal(vec, [1, 2, 3])
+    assert mem.reads == 9
+    mem.free(row, vec)
+
+
+def test_slices_are_accepted_and_normalised_in_the_log():
+    mem = machine(record=True)
+    blk = mem.load("A", slice(0, 2), slice(1, 3))
+    mem.store("C", slice(0, 2), slice(1, 3), blk)
+    mem.free(blk)
+    assert mem.log[0] == Op("load", "A", (0, 2), (1, 3), 4)
+    assert mem.log[1] == Op("store", "C", (0, 2), (1, 3), 4)
+    assert mem.log[2] == Op("free", "A", None, None, 4)
+
+
+def test_store_counts_writes_and_get_is_a_copy():
+    mem = machine()
+    blk = mem.alloc((2, 6), fill=7.0)
+    mem.store("C", (2, 4), None, blk)
+    mem.free(blk)
+    assert (mem.reads, mem.writes) == (0, 12)
+    out = mem.get("C")
+    np.testing.assert_array_equal(out[2:4], 7.0)
+    np.testing.assert_array_equal(out[:2], 0.0)
+    out[:] = 5  # get() is not a handle on slow memory
+    assert mem.get("C")[0, 0] == 0.0
+
+
+def test_put_copies_and_never_modifies_the_input():
+    a = np.ones((3, 3))
+    mem = TwoLevelMemory(10)
+    mem.put("a", a)
+    a[0, 0] = 9
+    blk = mem.load("a", (0, 1))
+    assert blk[0, 0] == 1.0
+    blk[:] = 3
+    assert a[0, 1] == 1.0
+
+
+def test_count_is_an_iocount_with_total_and_peak():
+    mem = machine()
+    x = mem.load("A", (0, 4))  # 24
+    y = mem.alloc(10)  # 34 live
+    mem.free(x)
+    mem.store("C", (0, 1), (0, 6), np.zeros((1, 6)))
+    mem.free(y)
+    c = mem.count
+    assert c == IOCount(24, 6, 34)
+    assert (c.reads, c.writes, c.total, c.peak_fast) == (24, 6, 30, 34)
+    assert mem.finish() == c
+
+
+def test_capacity_is_enforced_at_load_with_a_clear_message():
+    mem = machine(M=20)
+    a = mem.load("A", (0, 2))  # 12 words
+    with pytest.raises(CapacityError, match=r"12 words live \+ 12 asked = 24 > M = 20") as e:
+        mem.load("A", (2, 4))
+    assert (e.value.live, e.value.asked, e.value.M) == (12, 12, 20)
+    assert isinstance(e.value, RuntimeError)
+    assert mem.live_fast == 12 and mem.reads == 12  # the failed load moved nothing
+    mem.free(a)
+
+
+def test_capacity_is_enforced_at_alloc():
+    mem = TwoLevelMemory(10)
+    mem.alloc((3, 3))
+    with pytest.raises(CapacityError, match=r"9 words live \+ 2 asked = 11 > M = 10"):
+        mem.alloc(2)
+    mem.alloc(1)  # exactly M is allowed
+    assert mem.peak_fast == 10
+
+
+def test_an_algorithm_that_forgets_to_free_overflows():
+    """A loop that loads a row per step and never frees it is stopped by the machine."""
+    mem = TwoLevelMemory(30)
+    mem.put("X", np.ones((10, 6)))
+    with pytest.raises(CapacityError, match="> M = 30"):
+        for i in range(10):
+            mem.load("X", (i, i + 1))  # forgot mem.free(...)
+    assert mem.live_fast == 30
+
+
+def test_a_leak_that_never_overflows_is_caught_at_finish():
+    mem = TwoLevelMemory(1000)
+    mem.put("X", np.ones((4, 4)))
+    blocks = [mem.load("X", (i, i + 1)) for i in range(4)]
+    mem.free(*blocks[:3])
+    with pytest.raises(MachineError, match=r"1 fast block \(4 words\) never freed \(from: X\)"):
+        mem.finish()
+
+
+def test_double_free_and_foreign_free_are_errors():
+    mem = machine()
+    blk = mem.load("A", (0, 1))
+    mem.free(blk)
+    with pytest.raises(MachineError, match="double free"):
+        mem.free(blk)
+    blk2 = mem.alloc((2, 2))
+    with pytest.raises(MachineError, match="not a live fast block"):
+        mem.free(blk2[:1])  # a view is not a block
+    with pytest.raises(MachineError, match="not a live fast block"):
+        mem.free(np.zeros(3))
+    assert mem.live_fast == 4
+    mem.free(blk2)
+    assert mem.live_fast == 0
+
+
+def test_unknown_names_and_bad_ranges_are_clear_errors():
+    mem = machine()
+    with pytest.raises(MachineError, match=r"no array named 'B' in slow memory \(it holds 'A'"):
+        mem.load("B", (0, 1))
+    with pytest.raises(MachineError, match=r"rows \(3, 5\) out of bounds for A: need 0 <= start"):
+        mem.load("A", (3, 5))
+    with pytest.raises(MachineError, match=r"cols \(2, 2\) out of bounds for A"):
+        mem.load("A", (0, 1), (2, 2))
+    with pytest.raises(MachineError, match=r"rows \(-1, 2\) out of bounds"):
+        mem.load("A", (-1, 2))
+    with pytest.raises(MachineError, match="must be a \\(start, stop\\) pair of ints"):
+        mem.load("A", [0, 1])
+    with pytest.raises(MachineError, match="explicit bounds and step 1"):
+        mem.load("A", slice(0, 4, 2))
+    with pytest.raises(MachineError, match="explicit bounds"):
+        mem.load("A", slice(None, 2))
+    with pytest.raises(MachineError, match="v is a vector: cols must be None"):
+        mem.load("v", (0, 1), (0, 1))
+    with pytest.raises(MachineError, match=r"out of bounds for C"):
+        mem.store("C", (0, 5), None, np.zeros((5, 6)))
+    with pytest.raises(MachineError, match=r"block has shape \(2, 2\), the region has shape"):
+        mem.store("C", (0, 2), (0, 3), np.zeros((2, 2)))
+    assert mem.count == IOCount(0, 0, 0)
+
+
+def test_bad_constructor_and_slow_memory_arguments():
+    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
+        TwoLevelMemory(0)
+    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
+        TwoLevelMemory(2.5)
+    mem = TwoLevelMemory(10)
+    with pytest.raises(AttnInputError, match="X must have a float32 or float64 dtype"):
+        mem.put("X", np.ones((2, 2), dtype=int))
+    with pytest.raises(AttnInputError, match="X must be 1- or 2-dimensional"):
+        mem.put("X", np.ones((2, 2, 2)))
+    with pytest.raises(AttnInputError, match="name must be a non-empty string"):
+        mem.put("", np.ones(2))
+    mem.put("X", np.ones(2))
+    with pytest.raises(AttnInputError, match="'X' is already in slow memory"):
+        mem.zeros("X", 3)
+    with pytest.raises(AttnInputError, match="shape must be a tuple of positive ints"):
+        mem.zeros("Y", (0, 2))
+    with pytest.raises(AttnInputError, match="shape must be an int or a tuple of ints"):
+        mem.alloc(None)
+    with pytest.raises(AttnInputError, match="shape must be a tuple of positive ints"):
+        mem.alloc((2, -1))
+
+
+def test_iocount_is_frozen_and_adds():
+    c = IOCount(3, 4, 5)
+    assert c.total == 7
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.reads = 1
+    assert c + IOCount(1, 1, 9) == IOCount(4, 5, 9)
+    assert [f.name for f in dataclasses.fields(IOCount)] == [
+        "reads",
+        "writes",
+        "total",
+        "peak_fast",
+    ]
+    with pytest.raises(AttnInputError, match="IOCount.reads must be an integer >= 0"):
+        IOCount(-1, 0, 0)
+    with pytest.raises(AttnInputError, match="IOCount.peak_fast must be an integer >= 0"):
+        IOCount(0, 0, 1.5)
+
+
+def test_log_is_empty_unless_recording():
+    mem = machine()
+    mem.free(mem.load("A", (0, 1)))
+    assert mem.log == []
+    mem = machine(record=True)
+    mem.free(mem.alloc(3))
+    assert [op.op for op in mem.log] == ["alloc", "free"]
+    assert mem.log[0] == ("alloc", None, None, None, 3)

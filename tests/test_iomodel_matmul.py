@@ -1,0 +1,124 @@
+"""Matmul schedules on the machine: numerics, exact counts, capacity, asymptotics."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from attnlib import AttnInputError
+from attnlib.iomodel import (
+    CapacityError,
+    matmul_lower_bound,
+    matmul_tile_size,
+    naive_matmul,
+    naive_matmul_count,
+    tiled_matmul,
+    tiled_matmul_count,
+)
+from attnlib.plots import loglog_slope
+
+# (m, k, p): tall, wide, square, degenerate, sizes not divisible by the tiles.
+SHAPES = [(1, 1, 1), (1, 7, 3), (5, 1, 4), (9, 6, 11), (16, 16, 16), (23, 5, 17), (40, 31, 2)]
+M_VALUES = [3, 5, 13, 27, 50, 200, 3000]
+
+
+def _grid():
+    for (m, k, p), M in itertools.product(SHAPES, M_VALUES):
+        if not (M == 3 and m * k * p > 500):
+            yield m, k, p, M
+
+
+def test_grid_is_large_enough():
+    assert len(list(_grid())) >= 30
+
+
+@pytest.mark.parametrize("m,k,p", SHAPES)
+def test_tiled_counts_equal_the_closed_form_and_numerics_are_exact(m, k, p):
+    rng = np.random.default_rng(m * 100 + k * 10 + p)
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, p))
+    for M in M_VALUES:
+        if M == 3 and m * k * p > 500:
+            continue  # 1×1 tiles on a big product: slow to simulate, nothing new to learn
+        C, count = tiled_matmul(A, B, M=M)
+        np.testing.assert_allclose(C, A @ B, rtol=0, atol=1e-12)
+        assert count == tiled_matmul_count(m, k, p, M)
+        assert count.peak_fast <= M
+        if M >= k + 2 * p:
+            C, count = naive_matmul(A, B, M=M)
+            np.testing.assert_allclose(C, A @ B, rtol=0, atol=1e-12)
+            assert count == naive_matmul_count(m, k, p, M)
+            assert count.peak_fast <= M
+
+
+def test_closed_forms_by_hand():
+    # 4×4 by 4×4 with 2×2 tiles: 4 output tiles, each reading 2·(2·4) words.
+    assert tiled_matmul_count(4, 4, 4, 12) == tiled_matmul_count(4, 4, 4, 14)
+    c = tiled_matmul_count(4, 4, 4, 12)
+    assert matmul_tile_size(12) == 2
+    assert (c.reads, c.writes, c.peak_fast) == (64, 16, 12)
+    assert naive_matmul_count(4, 4, 4, 12) == naive_matmul_count(4, 4, 4, 10**6)
+    n = naive_matmul_count(4, 4, 4, 12)
+    assert (n.reads, n.writes, n.peak_fast) == (16 + 64, 16, 12)
+
+
+def test_tile_rule_is_the_largest_that_fits():
+    for M in range(3, 2000):
+        b = matmul_tile_size(M)
+        assert 3 * b * b <= M < 3 * (b + 1) ** 2
+
+
+def test_a_tile_that_does_not_fit_is_caught_by_the_machine():
+    A = np.ones((8, 8))
+    with pytest.raises(CapacityError, match="> M = 40"):
+        tiled_matmul(A, A, M=40, tile=4)  # 3·16 = 48 > 40
+    C, count = tiled_matmul(A, A, M=48, tile=4)
+    assert count.peak_fast == 48
+    np.testing.assert_allclose(C, A @ A)
+
+
+def test_record_returns_the_machine_with_a_log():
+    A = np.ones((4, 2))
+    C, count, mem = tiled_matmul(A, A.T, M=12, record=True)
+    loads = [op for op in mem.log if op.op == "load"]
+    assert sum(op.words for op in loads) == count.reads
+    assert sum(op.words for op in mem.log if op.op == "store") == count.writes
+
+
+def test_tiled_slope_is_minus_half_and_within_a_constant_of_hong_kung():
+    """From the closed form: reads ≈ 2√3·mkp/√M, so the slope against M is −1/2 and the ratio
+    to mkp/√M stays in [3.4, 4.5] (2√3 ≈ 3.46, plus the mp writes and rounding of b)."""
+    for m, k, p in [(1024, 1024, 1024), (4096, 512, 2048)]:
+        Ms = np.unique(np.geomspace(48, 3 * 256**2, 20).astype(int))
+        tot = np.array([tiled_matmul_count(m, k, p, int(M)).total for M in Ms])
+        slope = loglog_slope(Ms, tot)
+        assert -0.55 <= slope <= -0.45, slope
+        ratio = tot / np.array([matmul_lower_bound(m, k, p, int(M)) for M in Ms])
+        assert 3.4 <= ratio.min() and ratio.max() <= 4.5, (ratio.min(), ratio.max())
+        naive = {naive_matmul_count(m, k, p, int(M)).total for M in Ms if M >= k + 2 * p}
+        assert len(naive) <= 1  # the naive schedule does not use the cache at all
+
+
+def test_bad_inputs():
+    A = np.ones((3, 4))
+    with pytest.raises(AttnInputError, match=r"M must be at least k \+ 2p = 10 words"):
+        naive_matmul(A, np.ones((4, 3)), M=9)
+    with pytest.raises(AttnInputError, match=r"M must be at least k \+ 2p = 10 words"):
+        naive_matmul_count(3, 4, 3, 9)
+    with pytest.raises(AttnInputError, match="B must have k=4 rows"):
+        tiled_matmul(A, np.ones((3, 3)), M=30)
+    with pytest.raises(AttnInputError, match="A must have a float32 or float64 dtype"):
+        tiled_matmul(np.ones((3, 4), dtype=int), np.ones((4, 2)), M=30)
+    with pytest.raises(AttnInputError, match="B must be finite"):
+        naive_matmul(A, np.full((4, 2), np.nan), M=30)
+    with pytest.raises(AttnInputError, match="M must be at least 3 words for tiled_matmul"):
+        tiled_matmul(A, np.ones((4, 2)), M=2)
+    with pytest.raises(AttnInputError, match="tile must be an integer >= 1"):
+        tiled_matmul(A, np.ones((4, 2)), M=30, tile=0)
+    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
+        tiled_matmul(A, np.ones((4, 2)), M=None)
+    with pytest.raises(AttnInputError, match="k must be an integer >= 1"):
+        tiled_matmul_count(3, 0, 3, 30)
+    with pytest.raises(AttnInputError, match="M must be at least 3 words"):
+        matmul_tile_size(2)
+    with pytest.raises(AttnInputError, match="p must be an integer >= 1"):
+        naive_matmul_count(3, 3, -1, 30)
