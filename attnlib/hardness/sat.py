@@ -1,0 +1,241 @@
+"""CNF formulas: random k-SAT, brute-force satisfiability, and DIMACS ``.cnf`` text.
+
+A formula on ``n_vars`` variables is a list of clauses; a clause is a tuple of DIMACS-style
+signed literals: ``3`` means x₃ and ``-3`` means ¬x₃ (variables are numbered 1..n_vars,
+0 is not a literal). An assignment is a tuple of ``n_vars`` booleans, entry ``v - 1`` being
+the value of x_v.
+
+SETH (AS24 Hypothesis 3.1, THEORY.md §5) is a statement about exactly this problem: for every
+ε > 0 there is a k such that k-SAT on N variables cannot be solved in time 2^{(1-ε)N}.
+:func:`brute_force_sat` is the 2^N baseline the hypothesis says cannot be beaten by much.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from numba import njit
+
+from .._checks import AttnInputError, check_int
+
+__all__ = [
+    "check_clauses",
+    "random_ksat",
+    "brute_force_sat",
+    "is_satisfied",
+    "read_dimacs",
+    "write_dimacs",
+]
+
+# Brute force enumerates 2^n_vars assignments held in one machine word.
+MAX_BRUTE_FORCE_VARS = 30
+
+
+def check_clauses(clauses, n_vars) -> list[tuple[int, ...]]:
+    """Validate a CNF formula and return it as a list of tuples of Python ints.
+
+    Raises :class:`AttnInputError` for an empty clause list, a clause that is not a sequence
+    of integers, the literal 0, or a variable outside 1..n_vars. An empty clause ``()`` is a
+    legal (unsatisfiable) clause and is kept.
+    """
+    n_vars = check_int("n_vars", n_vars)
+    if isinstance(clauses, (str, bytes)) or not hasattr(clauses, "__iter__"):
+        raise AttnInputError(f"clauses must be a list of tuples of literals, got {clauses!r}")
+    out = []
+    for c, clause in enumerate(clauses):
+        if isinstance(clause, (str, bytes)) or not hasattr(clause, "__iter__"):
+            raise AttnInputError(
+                f"clauses[{c}] must be a tuple of nonzero integer literals, got {clause!r}"
+            )
+        lits = []
+        for lit in clause:
+            if type(lit) is not int and (  # fast path: plain ints skip the ABC check
+                isinstance(lit, (bool, np.bool_)) or not isinstance(lit, numbers.Integral)
+            ):
+                raise AttnInputError(
+                    f"clauses[{c}] must contain integer literals (DIMACS style), got {lit!r}"
+                )
+            lit = int(lit)
+            if lit == 0:
+                raise AttnInputError(
+                    f"clauses[{c}] contains the literal 0; literals are ±1..±n_vars "
+                    "(0 only terminates a clause in DIMACS text)"
+                )
+            if abs(lit) > n_vars:
+                raise AttnInputError(
+                    f"clauses[{c}] uses variable {abs(lit)}, beyond n_vars={n_vars}"
+                )
+            lits.append(lit)
+        out.append(tuple(lits))
+    if not out:
+        raise AttnInputError("clauses must contain at least one clause, got an empty list")
+    return out
+
+
+def random_ksat(n_vars, n_clauses, k, *, seed) -> list[tuple[int, ...]]:
+    """A uniformly random k-CNF formula: each clause has k distinct variables and random signs.
+
+    Parameters
+    ----------
+    n_vars : number of variables N ≥ k
+    n_clauses : number of clauses (the satisfiability threshold of random 3-SAT is near 4.26 N)
+    k : clause width
+    seed : seed of the numpy generator (required: every formula in the book is reproducible)
+
+    Returns
+    -------
+    list of ``n_clauses`` tuples of signed literals, each sorted by variable.
+    """
+    n_vars = check_int("n_vars", n_vars)
+    n_clauses = check_int("n_clauses", n_clauses)
+    k = check_int("k", k, maximum=n_vars)
+    seed = check_int("seed", seed, minimum=0)
+    rng = np.random.default_rng(seed)
+    # k distinct variables per clause: the first k of a uniform random permutation
+    variables = np.sort(rng.random((n_clauses, n_vars)).argsort(axis=1)[:, :k], axis=1) + 1
+    signs = rng.integers(0, 2, size=(n_clauses, k)) * 2 - 1
+    return [tuple(int(x) for x in row) for row in (variables * signs).tolist()]
+
+
+def _clause_masks(clauses):
+    """Bit masks per clause: bit v-1 of pos (neg) is set if x_v (¬x_v) occurs in the clause."""
+    pos = np.zeros(len(clauses), dtype=np.int64)
+    neg = np.zeros(len(clauses), dtype=np.int64)
+    for c, clause in enumerate(clauses):
+        for lit in clause:
+            if lit > 0:
+                pos[c] |= 1 << (lit - 1)
+            else:
+                neg[c] |= 1 << (-lit - 1)
+    return pos, neg
+
+
+@njit(cache=True)
+def _first_satisfying(pos, neg, n_vars):
+    """Smallest assignment code a (bit v-1 = value of x_v) satisfying every clause, or -1.
+
+    Clause c holds under a iff a has a 1 where c has a positive literal, or a 0 where c has a
+    negative one: (a & pos_c) | (~a & neg_c) ≠ 0.
+    """
+    for a in range(1 << n_vars):
+        ok = True
+        for c in range(pos.shape[0]):
+            if (a & pos[c]) == 0 and (~a & neg[c]) == 0:
+                ok = False
+                break
+        if ok:
+            return a
+    return -1
+
+
+def brute_force_sat(clauses, n_vars) -> tuple[bool, ...] | None:
+    """A satisfying assignment found by trying all 2^n_vars assignments, or None.
+
+    The assignments are tried in the order of their integer code (bit v-1 = x_v), so the
+    answer is the satisfying assignment with the smallest code. Time O(2^N · #clauses), a
+    compiled kernel; n_vars ≤ 30.
+    """
+    n_vars = check_int("n_vars", n_vars, maximum=MAX_BRUTE_FORCE_VARS)
+    clauses = check_clauses(clauses, n_vars)
+    pos, neg = _clause_masks(clauses)
+    a = int(_first_satisfying(pos, neg, n_vars))
+    if a < 0:
+        return None
+    return tuple(bool((a >> v) & 1) for v in range(n_vars))
+
+
+def is_satisfied(clauses, assignment) -> bool:
+    """True iff the assignment (a sequence of n_vars booleans) satisfies every clause."""
+    if isinstance(assignment, (str, bytes)) or not hasattr(assignment, "__len__"):
+        raise AttnInputError(f"assignment must be a sequence of booleans, got {assignment!r}")
+    values = list(assignment)
+    if not values:
+        raise AttnInputError("assignment must assign at least one variable, got length 0")
+    for i, v in enumerate(values):
+        if not isinstance(v, (bool, np.bool_)):
+            raise AttnInputError(f"assignment[{i}] must be a bool, got {v!r}")
+    clauses = check_clauses(clauses, len(values))
+    return all(any(values[abs(lit) - 1] == (lit > 0) for lit in clause) for clause in clauses)
+
+
+def write_dimacs(clauses, n_vars, *, comment: str | None = None) -> str:
+    """The formula as DIMACS CNF text: an optional ``c`` comment, ``p cnf N C``, one clause a line.
+
+    Each clause line lists its literals and ends with ``0``.
+    """
+    n_vars = check_int("n_vars", n_vars)
+    clauses = check_clauses(clauses, n_vars)
+    lines = []
+    if comment is not None:
+        if not isinstance(comment, str):
+            raise AttnInputError(f"comment must be a string or None, got {comment!r}")
+        lines += [f"c {line}".rstrip() for line in comment.splitlines()]
+    lines.append(f"p cnf {n_vars} {len(clauses)}")
+    lines += [" ".join([*(str(lit) for lit in clause), "0"]) for clause in clauses]
+    return "\n".join(lines) + "\n"
+
+
+def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
+    """Parse DIMACS CNF text; return ``(clauses, n_vars)``.
+
+    Accepts ``c`` comment lines, one ``p cnf N C`` header before any clause, clauses that span
+    lines (each ends with ``0``), and SATLIB's trailing ``%`` marker. Raises
+    :class:`AttnInputError` for a missing or malformed header, a non-integer token, a variable
+    beyond N, an unterminated last clause, or a clause count different from C.
+    """
+    if not isinstance(text, str):
+        raise AttnInputError(f"text must be a str holding DIMACS CNF, got {type(text).__name__}")
+    n_vars = n_declared = None
+    clauses: list[tuple[int, ...]] = []
+    current: list[int] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("c"):
+            continue
+        if line.startswith("%"):  # SATLIB files end with '%' and a stray '0'
+            break
+        if line.startswith("p"):
+            parts = line.split()
+            if n_vars is not None:
+                raise AttnInputError(f"text line {lineno}: a second 'p cnf' header")
+            if len(parts) != 4 or parts[1] != "cnf":
+                raise AttnInputError(
+                    f"text line {lineno}: header must be 'p cnf <n_vars> <n_clauses>', got {line!r}"
+                )
+            try:
+                n_vars, n_declared = int(parts[2]), int(parts[3])
+            except ValueError:
+                raise AttnInputError(
+                    f"text line {lineno}: header counts must be integers, got {line!r}"
+                ) from None
+            if n_vars < 1 or n_declared < 1:
+                raise AttnInputError(
+                    f"text line {lineno}: header needs n_vars >= 1 and n_clauses >= 1, got {line!r}"
+                )
+            continue
+        if n_vars is None:
+            raise AttnInputError(f"text line {lineno}: clause before the 'p cnf' header")
+        for tok in line.split():
+            try:
+                lit = int(tok)
+            except ValueError:
+                raise AttnInputError(
+                    f"text line {lineno}: literal must be an integer, got {tok!r}"
+                ) from None
+            if lit == 0:
+                clauses.append(tuple(current))
+                current = []
+            elif abs(lit) > n_vars:
+                raise AttnInputError(
+                    f"text line {lineno}: variable {abs(lit)} is beyond n_vars={n_vars}"
+                )
+            else:
+                current.append(lit)
+    if n_vars is None:
+        raise AttnInputError("text has no 'p cnf <n_vars> <n_clauses>' header")
+    if current:
+        raise AttnInputError(f"text: the last clause {tuple(current)} is not terminated by 0")
+    if len(clauses) != n_declared:
+        raise AttnInputError(f"text: header declares {n_declared} clauses, found {len(clauses)}")
+    return check_clauses(clauses, n_vars), n_vars

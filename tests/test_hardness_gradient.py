@@ -1,0 +1,200 @@
+"""Attention → gradient (AS24 Thm E.5): ‖Att‖²_F from gradient calls, Gauss–Legendre vs Riemann."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import attnlib as al
+from attnlib import AttnInputError
+from attnlib import hardness as hd
+
+GRAD = al.attention_loss_grad
+
+
+def f_direct(Q, K, V, lam, tau):
+    """f(λ) = ‖softmax(λτQKᵀ)V‖²_F straight from the forward pass."""
+    return float(np.sum(al.attention(Q, K, V, scale=lam * tau) ** 2))
+
+
+def noisy_grad(rel, seed):
+    """The exact gradient plus i.i.d. Gaussian noise of size rel·max|G| on every entry."""
+    rng = np.random.default_rng(seed)
+
+    def grad(*args):
+        G = GRAD(*args)
+        return G + rel * np.abs(G).max() * rng.standard_normal(G.shape)
+
+    return grad
+
+
+def gap_instance(n, planted, seed):
+    m = 12 * int(math.log2(n))
+    t = m // 6
+    A, B, _ = hd.planted_gap_ann(n, m, t, 1.0, planted=planted, seed=seed)
+    Q, K, V, _ = hd.gap_ann_to_attention(A, B, t, 1.0, scale=1 / (2 * m))
+    return Q, K, V, 1 / (2 * m)
+
+
+def ov_instance(n, orthogonal, seed):
+    m = 3 * int(math.log2(n))
+    A, B, _ = hd.planted_ov(n, m, orthogonal=orthogonal, seed=seed)
+    Q, K, V, _ = hd.ov_to_attention(A, B, scale=1 / m)
+    return Q, K, V, 1 / m
+
+
+def random_instance(seed, n=7, m=9, d=4, dv=3, size=1.5):
+    rng = np.random.default_rng(seed)
+    Q, K, V = (size * rng.standard_normal(s) for s in ((n, d), (m, d), (m, dv)))
+    return Q, K, V, 1 / math.sqrt(d)
+
+
+# ---------------------------------------------------------------- the identity
+@pytest.mark.parametrize(
+    "shape", [(7, 9, 4, 3), (5, 5, 3, 3), (4, 6, 2, 5), (6, 3, 5, 1)]
+)  # (n, m, d, d_v): d_v < d, = d and > d all work (zero padding)
+@pytest.mark.parametrize("scale", [None, "1/d", 0.7])
+def test_derivative_is_twice_the_trace_of_the_gradient(shape, scale):
+    n, m, d, dv = shape
+    Q, K, V, _ = random_instance(sum(shape), n, m, d, dv)
+    sc = 1 / d if scale == "1/d" else scale
+    tau = sc if sc is not None else 1 / math.sqrt(d)
+    h = 1e-5
+    for lam in (0.05, 0.4, 1.0, 1.7):
+        fd = (f_direct(Q, K, V, lam + h, tau) - f_direct(Q, K, V, lam - h, tau)) / (2 * h)
+        got = hd.norm_derivative_from_gradient(Q, K, V, lam, GRAD, scale=sc)
+        assert got == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+def test_as24_convention_uses_A1_equal_Q():
+    """With τ = 1/d the gradient is evaluated at A₁ = Q itself (AS24 Thm E.5's proof)."""
+    Q, K, V, _ = random_instance(3, d=3, dv=3)
+    seen = {}
+
+    def spy(X, A1, A2, A3, Y, E):
+        seen.update(A1=A1, A2=A2, A3=A3, Y=Y, E=E, X=X)
+        return GRAD(X, A1, A2, A3, Y, E)
+
+    hd.norm_derivative_from_gradient(Q, K, V, 0.3, spy, scale=1 / 3)
+    assert np.array_equal(seen["A1"], Q) and np.array_equal(seen["A2"], K)
+    assert np.array_equal(seen["A3"], V) and np.array_equal(seen["Y"], np.eye(3))
+    assert not seen["E"].any() and np.array_equal(seen["X"], 0.3 * np.eye(3))
+
+
+def test_f0_is_exact_and_needs_no_gradient():
+    Q, K, V, tau = random_instance(4)
+    zero = lambda X, *rest: np.zeros_like(X)  # noqa: E731  f' = 0: the estimate is f(0)
+    f0 = hd.attention_from_gradient(Q, K, V, zero, nodes=3)
+    assert f0 == pytest.approx(f_direct(Q, K, V, 1e-14, tau), rel=1e-12)
+
+
+# ---------------------------------------------------------------- Gauss–Legendre
+CASES = (
+    [("random", s) for s in range(3)]
+    + [("ov", (n, o)) for n in (16, 64) for o in (True, False)]
+    + [("gap", (n, p)) for n in (16, 32) for p in (True, False)]
+)
+
+
+def build(kind, arg):
+    if kind == "random":
+        return random_instance(arg)
+    if kind == "ov":
+        return ov_instance(*arg, seed=1)
+    return gap_instance(*arg, seed=1)
+
+
+@pytest.mark.parametrize("kind, arg", CASES)
+def test_gauss_legendre_recovers_f1_and_riemann_is_measurably_worse(kind, arg):
+    Q, K, V, tau = build(kind, arg)
+    truth = f_direct(Q, K, V, 1.0, tau)
+    tol = 1e-6 * max(1.0, abs(truth))
+    errs = {
+        N: abs(hd.attention_from_gradient(Q, K, V, GRAD, nodes=N, scale=tau) - truth)
+        for N in (8, 64)
+    }
+    assert errs[64] <= tol, errs
+    riemann = abs(hd.riemann_from_gradient(Q, K, V, GRAD, nodes=256, scale=tau) - truth)
+    # 256 Riemann nodes lose to 64 Gauss–Legendre nodes by orders of magnitude
+    assert riemann > 1e-3 and riemann > 1e4 * max(errs[64], 1e-15), (riemann, errs)
+
+
+def test_default_nodes_and_scale_recover_attention():
+    Q, K, V, tau = random_instance(11)
+    got = hd.attention_from_gradient(Q, K, V, GRAD)  # 32 nodes, τ = 1/√d
+    assert got == pytest.approx(f_direct(Q, K, V, 1.0, tau), rel=1e-9)
+
+
+def test_riemann_matches_its_own_definition():
+    Q, K, V, tau = random_instance(5)
+    N = 10
+    by_hand = (
+        f_direct(Q, K, V, 1e-14, tau)
+        + sum(hd.norm_derivative_from_gradient(Q, K, V, i / N, GRAD) for i in range(N)) / N
+    )
+    assert hd.riemann_from_gradient(Q, K, V, GRAD, nodes=N) == pytest.approx(by_hand, rel=1e-12)
+
+
+# ---------------------------------------------------------------- noisy gradients
+@pytest.mark.parametrize("n", [8, 16, 32])
+def test_gap_ann_decided_from_noisy_gradients(n):
+    """Exact gradient + 1e-3 relative noise: f(1) ≥ 1/4 still separates YES from NO."""
+    for seed in range(3):
+        for planted in (True, False):
+            Q, K, V, tau = gap_instance(n, planted, seed)
+            est = hd.attention_from_gradient(
+                Q, K, V, noisy_grad(1e-3, 100 + seed), nodes=32, scale=tau
+            )
+            # YES: some row's mass > 0.93, so f(1) > 0.86; NO: f(1) < n·(e^-2/n²)² ≈ 0
+            if planted:
+                assert est > 0.8
+            else:
+                assert abs(est) < 0.1
+            assert (est >= 0.25) == planted
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_grad_fn():
+    Q, K, V, _ = random_instance(0)
+    with pytest.raises(AttnInputError, match="grad_fn must be callable"):
+        hd.attention_from_gradient(Q, K, V, "grad")
+    with pytest.raises(AttnInputError, match=r"grad_fn must return a finite \(4, 4\)"):
+        hd.attention_from_gradient(Q, K, V, lambda *a: np.zeros((3, 3)))
+    with pytest.raises(AttnInputError, match=r"grad_fn must return a finite \(4, 4\)"):
+        hd.riemann_from_gradient(Q, K, V, lambda *a: np.full((4, 4), np.nan), nodes=2)
+    with pytest.raises(AttnInputError, match="grad_fn must return"):
+        hd.norm_derivative_from_gradient(Q, K, V, 0.5, lambda *a: "x")
+
+
+@pytest.mark.parametrize("fn", [hd.attention_from_gradient, hd.riemann_from_gradient])
+def test_bad_quadrature_arguments(fn):
+    Q, K, V, _ = random_instance(0)
+    with pytest.raises(AttnInputError, match="nodes must be an integer >= 1"):
+        fn(Q, K, V, GRAD, nodes=0)
+    with pytest.raises(AttnInputError, match="nodes must be an integer"):
+        fn(Q, K, V, GRAD, nodes=2.5)
+    with pytest.raises(AttnInputError, match="scale must be a positive finite real"):
+        fn(Q, K, V, GRAD, scale=0.0)
+    with pytest.raises(AttnInputError, match="K must have d=4 columns like Q, got 3"):
+        fn(Q, K[:, :3], V, GRAD)
+    with pytest.raises(AttnInputError, match="V must have m=9 rows like K, got 8"):
+        fn(Q, K, V[:8], GRAD)
+    with pytest.raises(AttnInputError, match="Q must have a float32 or float64 dtype"):
+        fn(Q.astype(int), K, V, GRAD)
+    with pytest.raises(AttnInputError, match="V must be finite"):
+        fn(Q, K, np.full_like(V, np.inf), GRAD)
+
+
+def test_gauss_legendre_node_cap():
+    Q, K, V, _ = random_instance(0)
+    with pytest.raises(AttnInputError, match="nodes must be an integer <= 4096"):
+        hd.attention_from_gradient(Q, K, V, GRAD, nodes=5000)
+
+
+@pytest.mark.parametrize("lam", [float("nan"), "0.5", None, True])
+def test_bad_lambda(lam):
+    Q, K, V, _ = random_instance(0)
+    with pytest.raises(AttnInputError, match="lam must be a finite real number"):
+        hd.norm_derivative_from_gradient(Q, K, V, lam, GRAD)
