@@ -1,0 +1,184 @@
+"""The exact polynomial feature map of AS23 and its rank; the row-wise Kronecker product ⊘.
+
+For a polynomial P(s) = Σ_{k≤g} c_k s^k and rows q, k ∈ ℝ^d, the multinomial theorem gives
+
+    P(τ⟨q, k⟩) = Σ_{|α|≤g} c_{|α|} · (|α|!/α!) · τ^{|α|} q^α · k^α,
+
+a sum over the multi-indices α ∈ ℕ^d with |α| ≤ g. Hence, with one column per α,
+
+    U[i, α] = c_{|α|} (|α|!/α!) τ^{|α|} Q_i^α,     V[j, α] = K_j^α,
+
+we have U Vᵀ = P(τ QKᵀ) exactly (up to rounding) with rank r = C(g+d, d) [ours, an exact
+identity; THEORY.md §4]. AS23 (Lemma 3.1 and §3) quotes the looser count C(2(g+d), 2g);
+both are exposed so the book can compare them.
+
+The map is built degree by degree, vectorised over rows: a degree-k monomial is a degree-(k−1)
+monomial times one more column of Q, so each degree costs one gather and one product of an
+(n × N_k) array, written in place into U. There is no Python loop over rows (nor over
+multi-indices), and the peak memory is U, V and one gathered block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._checks import (
+    AttnInputError,
+    as_float_array,
+    check_cols,
+    check_int,
+    check_positive_real,
+    check_rows,
+    float_dtype,
+)
+
+__all__ = [
+    "feature_rank",
+    "as23_rank_bound",
+    "multi_indices",
+    "poly_features",
+    "rowwise_kron",
+]
+
+
+def feature_rank(d, g) -> int:
+    """r = C(g+d, d): the number of multi-indices α ∈ ℕ^d with |α| ≤ g (the width of U, V)."""
+    d = check_int("d", d)
+    g = check_int("g", g, minimum=0)
+    return math.comb(g + d, d)
+
+
+def as23_rank_bound(d, g) -> int:
+    """AS23's looser count of the feature dimension: C(2(g+d), 2g) ≥ C(g+d, d)."""
+    d = check_int("d", d)
+    g = check_int("g", g, minimum=0)
+    return math.comb(2 * (g + d), 2 * g)
+
+
+def _graded_tree(d: int, g: int):
+    """Multi-indices of degree 0..g as sorted index tuples t₁ ≤ … ≤ t_k, degree by degree.
+
+    Returns, for each degree k ≥ 1, ``(parent, last, weight)``: column ``parent[a]`` of the
+    degree-(k−1) block times variable ``last[a]`` gives monomial a of degree k, and
+    ``weight[a] = k!/α!`` is its multinomial coefficient. Appending t to a tuple whose last
+    entry is l creates the tuples with last entry t ∈ [l, d); the multinomial coefficient
+    gains a factor k / (new multiplicity of t). Everything is vectorised with np.repeat.
+    """
+    blocks = []
+    last = np.array([-1], dtype=np.int64)  # the empty tuple: every t >= 0 may follow
+    run = np.zeros(1, dtype=np.int64)  # multiplicity of the last entry
+    weight = np.ones(1, dtype=np.float64)
+    for k in range(1, g + 1):
+        start = np.maximum(last, 0)
+        counts = d - start
+        parent = np.repeat(np.arange(last.size), counts)
+        offsets = np.arange(parent.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        new_last = start[parent] + offsets
+        new_run = np.where(new_last == last[parent], run[parent] + 1, 1)
+        new_weight = weight[parent] * k / new_run
+        blocks.append((parent, new_last, new_weight))
+        last, run, weight = new_last, new_run, new_weight
+    return blocks
+
+
+def multi_indices(d, g) -> np.ndarray:
+    """All α ∈ ℕ^d with |α| ≤ g, as an (r, d) integer array, in the column order of U and V.
+
+    Graded order: degree 0, then degree 1, …; r = :func:`feature_rank` (d, g).
+    """
+    d = check_int("d", d)
+    g = check_int("g", g, minimum=0)
+    out = [np.zeros((1, d), dtype=np.int64)]
+    prev = out[0]
+    for parent, last, _ in _graded_tree(d, g):
+        cur = prev[parent].copy()
+        cur[np.arange(last.size), last] += 1
+        out.append(cur)
+        prev = cur
+    return np.concatenate(out, axis=0)
+
+
+def _fill_monomials(X: np.ndarray, blocks, out: np.ndarray) -> list[slice]:
+    """Write [X^α for |α| = k], k = 0..g, into the columns of ``out`` (n, r), block by block.
+
+    One gather-and-multiply per degree, written in place: the peak is ``out`` plus one
+    gathered block. Returns the column slice of each degree.
+    """
+    out[:, 0] = 1.0
+    slices = [slice(0, 1)]
+    for parent, last, _ in blocks:
+        prev = slices[-1]
+        cur = slice(prev.stop, prev.stop + parent.size)
+        np.multiply(out[:, prev][:, parent], X[:, last], out=out[:, cur])
+        slices.append(cur)
+    return slices
+
+
+def _coefficients(poly) -> np.ndarray:
+    """Monomial coefficients c_0..c_g of P(s) = Σ c_k s^k, from a numpy Polynomial or sequence."""
+    if hasattr(poly, "convert") and hasattr(poly, "coef"):
+        try:
+            coef = poly.convert(kind=np.polynomial.Polynomial, domain=[-1, 1], window=[-1, 1]).coef
+        except Exception as exc:
+            raise AttnInputError(
+                f"poly could not be converted to the monomial basis ({exc})"
+            ) from exc
+    else:
+        coef = poly
+    coef = as_float_array("poly coefficients", np.asarray(coef, dtype=np.float64), ndim=1)
+    return coef
+
+
+def poly_features(Q, K, poly, *, scale):
+    """U (n, r) and V (m, r) with U @ V.T == poly(scale * Q @ K.T), r = C(g+d, d).
+
+    Parameters
+    ----------
+    Q : (n, d) float array
+    K : (m, d) float array
+    poly : numpy.polynomial.Polynomial (any basis/domain, converted to x's monomials) or a
+        1-D sequence of monomial coefficients c_0..c_g; g is its degree
+    scale : τ > 0 (the AS papers use 1/d; the QKV form 1/√d)
+
+    Returns
+    -------
+    U : (n, r), U[i, α] = c_{|α|} (|α|!/α!) τ^{|α|} Q_i^α
+    V : (m, r), V[j, α] = K_j^α
+    The columns follow :func:`multi_indices` (d, g). Exact identity (multinomial theorem);
+    THEORY.md §4 "Feature map" [ours]; AS23 §3 uses the same construction.
+    """
+    Q = as_float_array("Q", Q)
+    K = as_float_array("K", K)
+    check_cols("K", K, Q.shape[1], "Q")
+    tau = check_positive_real("scale", scale)
+    coef = _coefficients(poly)
+    dtype = float_dtype(Q, K)
+    d = Q.shape[1]
+    g = coef.size - 1
+    blocks = _graded_tree(d, g)
+    r = 1 + sum(parent.size for parent, _, _ in blocks)
+    U = np.empty((Q.shape[0], r), dtype=dtype)
+    V = np.empty((K.shape[0], r), dtype=dtype)
+    slices = _fill_monomials(Q.astype(dtype, copy=False), blocks, U)
+    _fill_monomials(K.astype(dtype, copy=False), blocks, V)
+    # Weights last: every degree-k block above was built from the raw degree-(k-1) block.
+    weights = [np.ones(1)] + [w for _, _, w in blocks]
+    for k, cols in enumerate(slices):
+        U[:, cols] *= (coef[k] * tau**k * weights[k]).astype(dtype)
+    return U, V
+
+
+def rowwise_kron(A, B) -> np.ndarray:
+    """The row-wise Kronecker product A ⊘ B (AS24 Def. of ⊘): row i is kron(A_i, B_i).
+
+    A : (n, a), B : (n, b) → (n, a·b) with (A ⊘ B)[i, p·b + t] = A[i, p] · B[i, t].
+    Key identity: (A ⊘ B)(C ⊘ D)ᵀ = (A Cᵀ) ∘ (B Dᵀ), which turns a Hadamard product of two
+    low-rank matrices into one low-rank product (AS24 §D).
+    """
+    A = as_float_array("A", A)
+    B = as_float_array("B", B)
+    check_rows("B", B, A.shape[0], "A", what="n")
+    n = A.shape[0]
+    return (A[:, :, None] * B[:, None, :]).reshape(n, A.shape[1] * B.shape[1])

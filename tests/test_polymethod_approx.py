@@ -1,0 +1,206 @@
+"""approx_attention, approx_attention_backward and approx_attention_loss_grad against exact."""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from conftest import rel_err
+
+import attnlib as al
+from attnlib import AttnInputError
+from attnlib import polymethod as pm
+from attnlib.polymethod.approx import _loss_grad_kronecker
+
+EPS_LADDER = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8]
+
+
+def _loss_inputs(rng, n, d, B, m=None):
+    m = n if m is None else m
+    A1 = rng.uniform(-B, B, (n, d))
+    A2 = rng.uniform(-B, B, (m, d))
+    A3 = rng.uniform(-B, B, (m, d))
+    E = rng.uniform(-B, B, (n, d))
+    X = np.eye(d) + 0.1 * rng.uniform(-1, 1, (d, d))
+    Y = rng.uniform(-1, 1, (d, d))
+    return X, A1, A2, A3, Y, E
+
+
+@pytest.mark.parametrize("eps", [1e-1, 1e-3, 1e-6])
+@pytest.mark.parametrize("B", [0.5, 1.0, 1.5])
+def test_forward_error_within_the_derived_bound(rng, eps, B):
+    n, m, d, dv = 70, 50, 4, 3
+    Q = rng.uniform(-B, B, (n, d))
+    K = rng.uniform(-B, B, (m, d))
+    V = rng.standard_normal((m, dv))
+    O, plan = pm.approx_attention(Q, K, V, eps=eps, scale=1 / d, return_plan=True)
+    exact = al.attention(Q, K, V, scale=1 / d)
+    bound = pm.forward_error_bound(eps, np.abs(V).max())
+    err = float(np.abs(O - exact).max())
+    assert err <= bound + 1e-12
+    assert err > 0  # an approximation, not the exact softmax in disguise
+    # the plan: degree from the actual logit range, rank C(g+d, d)
+    S = np.abs(Q @ K.T / d).max()
+    assert S <= pm.logit_range(Q, K, scale=1 / d) <= plan.R <= B * B * 2 ** (1 / 16)
+    assert plan.degree == pm.least_degree(plan.R, eps)
+    assert plan.rank == math.comb(plan.degree + d, d)
+
+
+def test_forward_default_scale_dtype_and_rectangular(rng):
+    Q = rng.uniform(-1, 1, (20, 6)).astype(np.float32)
+    K = rng.uniform(-1, 1, (33, 6)).astype(np.float32)
+    V = rng.standard_normal((33, 2)).astype(np.float32)
+    O = pm.approx_attention(Q, K, V, eps=1e-4)
+    assert O.dtype == np.float32 and O.shape == (20, 2)
+    exact = al.attention(Q.astype(float), K.astype(float), V.astype(float))
+    assert np.abs(O - exact).max() <= pm.forward_error_bound(1e-4, np.abs(V).max()) + 1e-6
+
+
+def test_backward_matches_exact_and_improves_with_eps(rng):
+    n, m, d, dv = 60, 45, 4, 3
+    Q, K = rng.uniform(-1.2, 1.2, (n, d)), rng.uniform(-1.2, 1.2, (m, d))
+    V, dO = rng.standard_normal((m, dv)), rng.standard_normal((n, dv))
+    O, lse = al.attention_forward(Q, K, V)
+    exact = al.attention_backward(Q, K, V, O, dO, lse)
+    errs = []
+    for eps in [1e-2, 1e-4, 1e-6, 1e-8]:
+        approx = pm.approx_attention_backward(Q, K, V, dO, eps=eps)
+        assert [a.shape for a in approx] == [(n, d), (m, d), (m, dv)]
+        errs.append(max(rel_err(a, b) for a, b in zip(approx, exact, strict=True)))
+    assert errs[-1] < 1e-6
+    assert np.all(np.diff(errs) < 0), errs
+
+
+def test_backward_plan_and_the_loss_gradient_through_it(rng):
+    n, d = 40, 4
+    X, A1, A2, A3, Y, E = _loss_inputs(rng, n, d, 1.0)
+    eps = 1e-4
+    G, plan = pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E, eps=eps, return_plan=True)
+    # AS24's gradient is A1ᵀ dQ of the QKV backward with Q = A1X, K = A2, V = A3Y, dO = c̃
+    Q, K, V = A1 @ X, A2, A3 @ Y
+    c = pm.approx_attention(Q, K, V, eps=eps, scale=1 / d) - E
+    dQ, dK, dV, plan_b = pm.approx_attention_backward(
+        Q, K, V, c, eps=eps, scale=1 / d, return_plan=True
+    )
+    assert plan_b == plan == pm.loss_plan(X, A1, A2, eps=eps)
+    assert rel_err(A1.T @ dQ, G) < 1e-12
+
+
+def test_loss_grad_error_falls_monotonically_with_eps(rng):
+    X, A1, A2, A3, Y, E = _loss_inputs(rng, 64, 4, 1.6)
+    exact = al.attention_loss_grad(X, A1, A2, A3, Y, E)
+    errs, degrees = [], []
+    for eps in EPS_LADDER:
+        G, plan = pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E, eps=eps, return_plan=True)
+        errs.append(rel_err(G, exact))
+        degrees.append(plan.degree)
+    assert len(set(degrees)) == len(degrees), degrees  # each eps asks for a new degree
+    assert np.all(np.diff(errs) < 0), errs
+    assert errs[0] > 1e-3 and errs[-1] < 1e-7
+
+
+def test_light_and_kronecker_forms_agree(rng):
+    for n, m, d, B in [(30, 30, 3, 1.0), (25, 40, 4, 1.3), (50, 50, 6, 0.8)]:
+        args = _loss_inputs(rng, n, d, B, m=m)
+        light = pm.approx_attention_loss_grad(*args, eps=1e-5)
+        kron = _loss_grad_kronecker(*args, eps=1e-5)
+        assert rel_err(light, kron) < 1e-10
+
+
+def test_as_printed_lemmas_d3_and_d5_give_wrong_gradients(rng):
+    args = _loss_inputs(rng, 40, 4, 1.0)
+    exact = al.attention_loss_grad(*args)
+    fixed = _loss_grad_kronecker(*args, eps=1e-8)
+    assert rel_err(fixed, exact) < 1e-6
+    for variant in [dict(lemma_d3="as_printed"), dict(lemma_d5="as_printed")]:
+        wrong = _loss_grad_kronecker(*args, eps=1e-8, **variant)
+        assert rel_err(wrong, exact) > 1e-2, variant
+    with pytest.raises(AttnInputError, match="only type-check when m = n"):
+        _loss_grad_kronecker(*_loss_inputs(rng, 10, 3, 1.0, m=12), eps=0.1, lemma_d5="as_printed")
+
+
+def test_rank_over_budget_is_refused_before_allocating(rng):
+    n, d = 30_000, 8
+    Q = rng.uniform(-3, 3, (n, d))  # logit range up to 9 at τ = 1/d: degree ~27
+    K = rng.uniform(-3, 3, (n, d))
+    V = rng.standard_normal((n, d))
+    tracemalloc.start()
+    try:
+        with pytest.raises(AttnInputError, match=r"rank r = C\(g\+d, d\).*over the memory budget"):
+            pm.approx_attention(Q, K, V, eps=1e-3, scale=1 / d)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * n * d * 4  # a few input-sized temporaries at most, never the factors
+    # an explicit small budget refuses a modest problem; a large one accepts it
+    Qs, Ks, Vs = Q[:200] / 3, K[:200] / 3, V[:200]
+    with pytest.raises(AttnInputError, match="memory budget of 0.1 MiB"):
+        pm.approx_attention(Qs, Ks, Vs, eps=1e-3, memory_budget=0.1 * 2**20)
+    pm.approx_attention(Qs, Ks, Vs, eps=1e-3, memory_budget=2**30)
+    with pytest.raises(AttnInputError, match="over the memory budget"):
+        pm.approx_attention_loss_grad(np.eye(d), Q, K, V, np.eye(d), np.zeros((n, d)), eps=1e-3)
+
+
+def test_logit_range_beyond_double_precision_is_refused(rng):
+    Q = rng.uniform(-10, 10, (10, 4))
+    with pytest.raises(AttnInputError, match="logit range R = .* too large"):
+        pm.approx_attention(Q, Q, Q, eps=1e-6, scale=1.0)
+
+
+@pytest.mark.parametrize("eps", [0, 1, -1e-3, 2.0, math.nan, math.inf, None, "1e-3", True])
+def test_bad_eps_everywhere(rng, eps):
+    Q = rng.standard_normal((5, 3))
+    X, A1, A2, A3, Y, E = _loss_inputs(rng, 5, 3, 1.0)
+    msg = r"eps must be a real number in \(0, 1\)"
+    with pytest.raises(AttnInputError, match=msg):
+        pm.approx_attention(Q, Q, Q, eps=eps)
+    with pytest.raises(AttnInputError, match=msg):
+        pm.approx_attention_backward(Q, Q, Q, Q, eps=eps)
+    with pytest.raises(AttnInputError, match=msg):
+        pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E, eps=eps)
+    with pytest.raises(AttnInputError, match=msg):
+        pm.approx_plan(Q, Q, eps=eps)
+
+
+def test_bad_shapes_and_values(rng):
+    Q = rng.standard_normal((5, 3))
+    K = rng.standard_normal((6, 3))
+    V = rng.standard_normal((6, 2))
+    with pytest.raises(AttnInputError, match="V must have m=6 rows like K, got 5"):
+        pm.approx_attention(Q, K, V[:5], eps=0.1)
+    with pytest.raises(AttnInputError, match="K must have d=3 columns like Q"):
+        pm.approx_attention(Q, K[:, :2], V, eps=0.1)
+    with pytest.raises(AttnInputError, match=r"dO must have shape \(n, d_v\) = \(5, 2\)"):
+        pm.approx_attention_backward(Q, K, V, np.ones((5, 3)), eps=0.1)
+    with pytest.raises(AttnInputError, match="scale must be a positive finite real number"):
+        pm.approx_attention(Q, K, V, eps=0.1, scale=-1.0)
+    with pytest.raises(AttnInputError, match="Q must be finite"):
+        pm.approx_attention(np.full((5, 3), np.nan), K, V, eps=0.1)
+    with pytest.raises(AttnInputError, match="kind must be one of"):
+        pm.approx_attention(Q, K, V, eps=0.1, kind="pade")
+    with pytest.raises(AttnInputError, match="memory_budget must be a positive finite real"):
+        pm.approx_attention(Q, K, V, eps=0.1, memory_budget=0)
+    X, A1, A2, A3, Y, E = _loss_inputs(rng, 5, 3, 1.0)
+    with pytest.raises(AttnInputError, match=r"X must have shape \(d, d\) = \(3, 3\)"):
+        pm.approx_attention_loss_grad(np.eye(2), A1, A2, A3, Y, E, eps=0.1)
+    with pytest.raises(AttnInputError, match=r"E must have shape \(n, d\) like A1"):
+        pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E[:4], eps=0.1)
+    with pytest.raises(AttnInputError, match="A3 must have m=5 rows like A2"):
+        pm.approx_attention_loss_grad(X, A1, A2, A3[:4], Y, E, eps=0.1)
+    with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
+        pm.forward_error_bound(0.1, -1.0)
+    with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
+        pm.forward_error_bound(0.1, "1")
+    with pytest.raises(AttnInputError, match="logit range of Q and K overflows"):
+        pm.approx_attention(np.full((2, 3), 1e200), K[:2], V[:2], eps=0.1)
+
+
+def test_zero_inputs_are_handled(rng):
+    Q = np.zeros((4, 3))
+    K = rng.standard_normal((5, 3))
+    V = rng.standard_normal((5, 2))
+    O, plan = pm.approx_attention(Q, K, V, eps=1e-3, return_plan=True)
+    assert plan.degree == 0 and plan.rank == 1
+    assert np.allclose(O, V.mean(axis=0), atol=1e-14)  # uniform softmax, exactly

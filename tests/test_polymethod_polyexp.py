@@ -1,0 +1,135 @@
+"""exp_poly, least_degree, aa22_degree: the guarantee on a dense grid, the THEORY.md table,
+and refusals of unreachable or malformed requests."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnlib import AttnInputError
+from attnlib import polymethod as pm
+
+RS = [0.25, 0.5, 1.0, 2.0, 4.0]
+EPSS = [1e-2, 1e-4, 1e-6]
+
+# THEORY.md §4, "Measured least degree for relative error ε on [−R, R]": (R, ε, Taylor, Cheb).
+THEORY_TABLE = [
+    (0.5, 1e-3, 4, 3),
+    (0.5, 1e-6, 7, 6),
+    (1, 1e-3, 6, 5),
+    (1, 1e-6, 9, 7),
+    (2, 1e-3, 10, 7),
+    (2, 1e-6, 14, 10),
+    (4, 1e-3, 17, 11),
+    (4, 1e-6, 21, 15),
+]
+
+
+def _independent_rel_error(p, R):
+    """Relative error on a 10⁵-point grid different from the library's own (no endpoints)."""
+    x = np.linspace(-R, R, 100_002)[1:-1]
+    return float(np.max(np.abs(p(x) / np.exp(x) - 1.0)))
+
+
+@pytest.mark.parametrize("kind", pm.KINDS)
+@pytest.mark.parametrize("R", RS)
+@pytest.mark.parametrize("eps", EPSS)
+def test_exp_poly_relative_error_on_dense_grid(R, eps, kind):
+    p = pm.exp_poly(R, eps, kind=kind)
+    assert isinstance(p, np.polynomial.Polynomial)
+    assert _independent_rel_error(p, R) <= eps
+    # both endpoints, where the relative error of exp approximations peaks
+    ends = np.array([-R, R])
+    assert np.all(np.abs(p(ends) * np.exp(-ends) - 1) <= eps)
+    # least: one degree lower misses eps (on the library's grid)
+    g = p.degree()
+    assert g == pm.least_degree(R, eps, kind=kind)
+    if g > 0:
+        lower = pm.exp_poly_of_degree(R, g - 1, kind=kind)
+        assert pm.max_relative_error(lower, R) > eps * (1 - 1e-3)
+
+
+@pytest.mark.parametrize("R, eps, taylor, cheb", THEORY_TABLE)
+def test_least_degree_reproduces_theory_table(R, eps, taylor, cheb):
+    assert abs(pm.least_degree(R, eps, kind="taylor") - taylor) <= 1
+    assert abs(pm.least_degree(R, eps, kind="chebyshev") - cheb) <= 1
+
+
+def test_chebyshev_never_needs_more_degree_than_taylor():
+    for R in RS:
+        for eps in EPSS:
+            assert pm.least_degree(R, eps) <= pm.least_degree(R, eps, kind="taylor")
+
+
+def test_least_degree_monotone_in_R_and_eps():
+    degs = [[pm.least_degree(R, eps) for R in RS] for eps in EPSS]
+    arr = np.array(degs)
+    assert np.all(np.diff(arr, axis=1) >= 0)  # larger R, larger degree
+    assert np.all(np.diff(arr, axis=0) >= 0)  # smaller eps, larger degree
+
+
+def test_aa22_degree_is_the_order_formula():
+    # B = 2R, L = log(1/eps): max{B, L / log(L/B)}
+    R, eps = 0.5, 1e-6
+    L = math.log(1e6)
+    assert pm.aa22_degree(R, eps) == pytest.approx(L / math.log(L / 1.0))
+    # large R: the B = 2R term dominates
+    assert pm.aa22_degree(20.0, 1e-3) == pytest.approx(40.0)
+    # grows as eps falls and as R grows
+    assert pm.aa22_degree(1, 1e-9) > pm.aa22_degree(1, 1e-3)
+    assert pm.aa22_degree(8, 1e-3) > pm.aa22_degree(1, 1e-3)
+
+
+def test_measured_degree_tracks_aa22_within_constant_band():
+    ratios = [pm.least_degree(R, eps) / pm.aa22_degree(R, eps) for R in RS for eps in EPSS]
+    assert 0.4 < min(ratios) and max(ratios) < 2.5, ratios
+
+
+def test_unreachable_precision_is_refused():
+    with pytest.raises(AttnInputError, match=r"out of reach.*R=8"):
+        pm.exp_poly(8, 1e-9)
+    with pytest.raises(AttnInputError, match="out of reach"):
+        pm.least_degree(12, 1e-7, kind="taylor")
+    with pytest.raises(AttnInputError, match="out of reach"):
+        pm.exp_poly(30, 0.5)
+    # just inside reach works, and is checked
+    p = pm.exp_poly(8, 1e-6)
+    assert _independent_rel_error(p, 8) <= 1e-6
+    assert pm.rounding_floor(8) == pytest.approx(2.0**-52 * math.exp(16))
+
+
+@pytest.mark.parametrize("eps", [0, 1, -0.1, 1.5, math.nan, math.inf, True, "0.1", None])
+def test_bad_eps(eps):
+    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
+        pm.exp_poly(1.0, eps)
+    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
+        pm.least_degree(1.0, eps)
+    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
+        pm.aa22_degree(1.0, eps)
+
+
+@pytest.mark.parametrize("R", [math.nan, math.inf, -math.inf, 0, -1.0, "1", None, False])
+def test_bad_R(R):
+    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
+        pm.exp_poly(R, 1e-3)
+    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
+        pm.least_degree(R, 1e-3)
+    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
+        pm.aa22_degree(R, 1e-3)
+
+
+def test_bad_kind_and_grid():
+    with pytest.raises(AttnInputError, match="kind must be one of"):
+        pm.exp_poly(1.0, 1e-3, kind="remez")
+    with pytest.raises(AttnInputError, match="kind must be one of"):
+        pm.least_degree(1.0, 1e-3, kind=None)
+    with pytest.raises(AttnInputError, match="points must be an integer >= 2"):
+        pm.max_relative_error(np.exp, 1.0, points=1)
+    with pytest.raises(AttnInputError, match="g must be an integer >= 0"):
+        pm.exp_poly_of_degree(1.0, -1)
+    with pytest.raises(AttnInputError, match="kind must be one of"):
+        pm.exp_poly_of_degree(1.0, 3, kind="remez")
+    with pytest.raises(AttnInputError, match="poly must be a callable"):
+        pm.max_relative_error([1.0, 1.0], 1.0)
