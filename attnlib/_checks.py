@@ -24,6 +24,9 @@ __all__ = [
     "check_positive_real",
     "check_open_unit",
     "float_dtype",
+    "check_qkv",
+    "check_backward_inputs",
+    "check_loss_inputs",
 ]
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -160,3 +163,51 @@ def check_mask(mask, n: int, m: int) -> np.ndarray | None:
     if arr.shape != (n, m):
         raise AttnInputError(f"mask must have shape (n, m) = {(n, m)}, got {arr.shape}")
     return arr
+
+
+# ---- argument bundles shared by every attention implementation ---------------------------
+
+
+def check_qkv(Q, K, V):
+    """Validate attention inputs Q (n, d), K (m, d), V (m, d_v); return them as arrays."""
+    Q = as_float_array("Q", Q)
+    K = as_float_array("K", K)
+    V = as_float_array("V", V)
+    check_cols("K", K, Q.shape[1], "Q")
+    check_rows("V", V, K.shape[0], "K")
+    return Q, K, V
+
+
+def check_backward_inputs(Q, K, V, O, dO, lse, *, allow_masked_rows: bool = True):
+    """Validate the arguments of a backward pass: Q, K, V as in :func:`check_qkv`, then
+    O and dO (n, d_v) and lse (n,). ``lse`` may hold -inf (a fully masked row) only when
+    ``allow_masked_rows``; it never holds NaN or +inf."""
+    Q, K, V = check_qkv(Q, K, V)
+    n, dv = Q.shape[0], V.shape[1]
+    O = as_float_array("O", O)
+    check_shape("O", O, (n, dv), "(n, d_v)")
+    dO = as_float_array("dO", dO)
+    check_shape("dO", dO, (n, dv), "(n, d_v) like O")
+    lse = as_float_array("lse", lse, ndim=1, allow_neg_inf=allow_masked_rows)
+    check_shape("lse", lse, (n,), "(n,)")
+    return Q, K, V, O, dO, lse
+
+
+def check_loss_inputs(X, A1, A2, A3, Y, E):
+    """Validate AS24's loss arguments: A₁ (n, d), A₂ and A₃ (m, d), X and Y (d, d),
+    E (n, d). Returns them converted to their common float dtype."""
+    A1 = as_float_array("A1", A1)
+    n, d = A1.shape
+    A2 = as_float_array("A2", A2)
+    check_cols("A2", A2, d, "A1")
+    A3 = as_float_array("A3", A3)
+    check_cols("A3", A3, d, "A1")
+    check_rows("A3", A3, A2.shape[0], "A2")
+    X = as_float_array("X", X)
+    check_shape("X", X, (d, d), "(d, d)")
+    Y = as_float_array("Y", Y)
+    check_shape("Y", Y, (d, d), "(d, d)")
+    E = as_float_array("E", E)
+    check_shape("E", E, (n, d), "(n, d) like A1")
+    dtype = float_dtype(X, A1, A2, A3, Y, E)
+    return tuple(a.astype(dtype, copy=False) for a in (X, A1, A2, A3, Y, E))

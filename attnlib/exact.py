@@ -13,12 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (
-    as_float_array,
-    check_cols,
+    check_backward_inputs,
+    check_loss_inputs,
     check_mask,
-    check_rows,
+    check_qkv,
     check_scale,
-    check_shape,
     float_dtype,
 )
 
@@ -29,15 +28,6 @@ __all__ = [
     "attention_loss",
     "attention_loss_grad",
 ]
-
-
-def _check_qkv(Q, K, V):
-    Q = as_float_array("Q", Q)
-    K = as_float_array("K", K)
-    V = as_float_array("V", V)
-    check_cols("K", K, Q.shape[1], "Q")
-    check_rows("V", V, K.shape[0], "K")
-    return Q, K, V
 
 
 def _scores(Q, K, scale, mask):
@@ -77,7 +67,7 @@ def attention_forward(Q, K, V, *, scale=None, mask=None):
 
     The max-subtracted softmax keeps logits of ±1e4 finite (FA1 Alg. 1, lines 10–12).
     """
-    Q, K, V = _check_qkv(Q, K, V)
+    Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
     m = K.shape[0]
     tau = check_scale(scale, d)
@@ -132,15 +122,9 @@ def attention_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None):
     -------
     dQ, dK, dV : (n, d), (m, d), (m, d_v). Fully masked rows contribute nothing.
     """
-    Q, K, V = _check_qkv(Q, K, V)
+    Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
-    m, dv = V.shape
-    O = as_float_array("O", O)
-    check_shape("O", O, (n, dv), "(n, d_v)")
-    dO = as_float_array("dO", dO)
-    check_shape("dO", dO, (n, dv), "(n, d_v) like O")
-    lse = as_float_array("lse", lse, ndim=1, allow_neg_inf=True)
-    check_shape("lse", lse, (n,), "(n,)")
+    m = K.shape[0]
     tau = check_scale(scale, d)
     mask = check_mask(mask, n, m)
     dtype = float_dtype(Q, K, V, O, dO, lse)
@@ -161,24 +145,6 @@ def attention_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None):
 # ---------------------------------------------------------------------------------------
 
 
-def _check_loss_inputs(X, A1, A2, A3, Y, E):
-    A1 = as_float_array("A1", A1)
-    n, d = A1.shape
-    A2 = as_float_array("A2", A2)
-    check_cols("A2", A2, d, "A1")
-    A3 = as_float_array("A3", A3)
-    check_cols("A3", A3, d, "A1")
-    check_rows("A3", A3, A2.shape[0], "A2")
-    X = as_float_array("X", X)
-    check_shape("X", X, (d, d), "(d, d)")
-    Y = as_float_array("Y", Y)
-    check_shape("Y", Y, (d, d), "(d, d)")
-    E = as_float_array("E", E)
-    check_shape("E", E, (n, d), "(n, d) like A1")
-    dtype = float_dtype(X, A1, A2, A3, Y, E)
-    return tuple(a.astype(dtype, copy=False) for a in (X, A1, A2, A3, Y, E))
-
-
 def attention_loss(X, A1, A2, A3, Y, E):
     """AS24 Definition 1.2: L(X) = ½‖D(X)⁻¹ exp(A₁XA₂ᵀ/d) A₃Y − E‖²_F.
 
@@ -186,7 +152,7 @@ def attention_loss(X, A1, A2, A3, Y, E):
     X stands for W_Q W_Kᵀ and Y for W_V. The scale is 1/d, as in the AS papers.
     Computed stably: the softmax is that of :func:`attention_forward` with τ = 1/d.
     """
-    X, A1, A2, A3, Y, E = _check_loss_inputs(X, A1, A2, A3, Y, E)
+    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
     d = A1.shape[1]
     O, _ = attention_forward(A1 @ X, A2, A3 @ Y, scale=1.0 / d)
     c = O - E
@@ -210,7 +176,7 @@ def attention_loss_grad(X, A1, A2, A3, Y, E):
     The factor 1/d comes from the 1/d inside exp; AS24's Appendices B–C drop it
     (an erratum we found by finite differences; THEORY.md §1).
     """
-    X, A1, A2, A3, Y, E = _check_loss_inputs(X, A1, A2, A3, Y, E)
+    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
     d = A1.shape[1]
     S = (A1 @ X @ A2.T) / A1.dtype.type(d)
     S -= S.max(axis=1, keepdims=True)  # the softmax is shift-invariant; this keeps exp finite

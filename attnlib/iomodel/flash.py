@@ -42,13 +42,11 @@ import numpy as np
 
 from .._checks import (
     AttnInputError,
-    as_float_array,
-    check_cols,
+    check_backward_inputs,
     check_int,
     check_mask,
-    check_rows,
+    check_qkv,
     check_scale,
-    check_shape,
     float_dtype,
 )
 from .machine import IOCount, TwoLevelMemory
@@ -274,28 +272,6 @@ def _effective_block_mask(mask, block_mask, n, m, B_r, B_c):
 # =========================================================================================
 
 
-def _check_qkv(Q, K, V):
-    Q = as_float_array("Q", Q)
-    K = as_float_array("K", K)
-    V = as_float_array("V", V)
-    check_cols("K", K, Q.shape[1], "Q")
-    check_rows("V", V, K.shape[0], "K")
-    return Q, K, V
-
-
-def _check_backward_inputs(Q, K, V, O, dO, lse):
-    Q, K, V = _check_qkv(Q, K, V)
-    n = Q.shape[0]
-    dv = V.shape[1]
-    O = as_float_array("O", O)
-    check_shape("O", O, (n, dv), "(n, d_v)")
-    dO = as_float_array("dO", dO)
-    check_shape("dO", dO, (n, dv), "(n, d_v) like O")
-    lse = as_float_array("lse", lse, ndim=1, allow_neg_inf=True)
-    check_shape("lse", lse, (n,), "(n,)")
-    return Q, K, V, O, dO, lse
-
-
 def _dims(n, d, M, m, d_v):
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     m = n if m is None else check_int("m", m)
@@ -346,7 +322,7 @@ def flash_forward(
     then store O_i = acc/sum and lse_i = max + log(sum). A query block with no kept key block
     stores O_i = 0 and lse_i = -inf without loading anything.
     """
-    Q, K, V = _check_qkv(Q, K, V)
+    Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
     m, d_v = V.shape
     M = check_int("M", M)
@@ -511,7 +487,7 @@ def flash_backward(
        dQ_i += τ dS K_j; dK_j += τ dSᵀ Q_i; store dQ_i. Then store dK_j and dV_j.
     3. Query blocks with no kept block store dQ_i = 0.
     """
-    Q, K, V, O, dO, lse = _check_backward_inputs(Q, K, V, O, dO, lse)
+    Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
     m, d_v = V.shape
     M = check_int("M", M)
@@ -699,7 +675,7 @@ def standard_forward(Q, K, V, *, M: int, scale=None, record=False):
     Arguments and return as :func:`flash_forward` (no mask). The count equals
     :func:`standard_forward_count` exactly.
     """
-    Q, K, V = _check_qkv(Q, K, V)
+    Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
     m, d_v = V.shape
     M = check_int("M", M)
@@ -800,7 +776,7 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
     the key-outer steps 2 and 6 use B_r keys × B_c queries. Arguments and return as
     :func:`flash_backward` (no mask); the count equals :func:`standard_backward_count`.
     """
-    Q, K, V, O, dO, lse = _check_backward_inputs(Q, K, V, O, dO, lse)
+    Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
     m, d_v = V.shape
     M = check_int("M", M)

@@ -31,12 +31,10 @@ import numpy as np
 
 from .._checks import (
     AttnInputError,
-    as_float_array,
-    check_cols,
+    check_backward_inputs,
     check_int,
-    check_rows,
+    check_qkv,
     check_scale,
-    check_shape,
     float_dtype,
 )
 from .machine import IOCount, TwoLevelMemory
@@ -101,15 +99,6 @@ def _span(r) -> int:
     return r[1] - r[0]
 
 
-def _check_qkv(Q, K, V):
-    Q = as_float_array("Q", Q)
-    K = as_float_array("K", K)
-    V = as_float_array("V", V)
-    check_cols("K", K, Q.shape[1], "Q")
-    check_rows("V", V, K.shape[0], "K")
-    return Q, K, V
-
-
 # ---- forward: SY24 Algorithm 1, made safe -------------------------------------------------
 
 
@@ -146,7 +135,7 @@ def smallcache_forward(
     O is (n, d_v) and lse (n,), as :func:`attnlib.attention_forward`. The count equals
     :func:`smallcache_forward_count` exactly: reads ≈ 4n²d/b, writes ≈ n² (square case).
     """
-    Q, K, V = _check_qkv(Q, K, V)
+    Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
     m, dv = V.shape
     tau = check_scale(scale, d)
@@ -241,19 +230,6 @@ def smallcache_forward_count(
 # ---- backward: our reconstruction (THEORY.md §3) ------------------------------------------
 
 
-def _check_backward(Q, K, V, O, dO, lse):
-    Q, K, V = _check_qkv(Q, K, V)
-    n = Q.shape[0]
-    dv = V.shape[1]
-    O = as_float_array("O", O)
-    check_shape("O", O, (n, dv), "(n, d_v)")
-    dO = as_float_array("dO", dO)
-    check_shape("dO", dO, (n, dv), "(n, d_v) like O")
-    lse = as_float_array("lse", lse, ndim=1)
-    check_shape("lse", lse, (n,), "(n,)")
-    return Q, K, V, O, dO, lse
-
-
 def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool = False):
     """Attention backward by square tiles, for caches smaller than d² ([ours], THEORY.md §3).
 
@@ -290,7 +266,7 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     :func:`attnlib.attention_backward`'s; the count equals :func:`smallcache_backward_count`
     exactly: reads ≈ 10n²d/b, writes ≈ 2n² (square case).
     """
-    Q, K, V, O, dO, lse = _check_backward(Q, K, V, O, dO, lse)
+    Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse, allow_masked_rows=False)
     n, d = Q.shape
     m, dv = V.shape
     tau = check_scale(scale, d)
