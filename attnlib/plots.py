@@ -610,3 +610,139 @@ def decision_map_figure(ns, Bs, maps, *, methods, eps, M, threshold=True):
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9)
     fig.suptitle(f"Fastest method by the cost model of attnlib.advice (ε = {eps:g})", fontsize=11)
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 10: benchmarks of the compiled kernels (benchmarks/attention.py)
+# ---------------------------------------------------------------------------------------
+
+BENCH_IMPLS = ("flash", "torch-flash", "torch-math", "numpy")
+BENCH_COLORS = {
+    "flash": "#1f77b4",
+    "torch-flash": "#d62728",
+    "torch-math": "#ff7f0e",
+    "numpy": "#2ca02c",
+}
+BENCH_LABELS = {
+    "flash": "attnlib.flash_* (numba)",
+    "torch-flash": "torch SDPA, flash backend",
+    "torch-math": "torch SDPA, math backend",
+    "numpy": "attnlib exact (numpy)",
+}
+
+
+def read_benchmark_csv(path) -> list[dict]:
+    """Rows of a ``benchmarks/results`` CSV, with integer and float columns parsed."""
+    import csv
+    from pathlib import Path
+
+    ints = {"n", "d", "threads", "repeats"}
+    rows = []
+    with Path(path).open(newline="") as f:
+        for row in csv.DictReader(f):
+            for k, v in row.items():
+                if v in ("", None):
+                    continue
+                if k in ints:
+                    row[k] = int(v)
+                elif k.endswith(("_s", "_bytes", "_qkvodo")) or k == "load1":
+                    row[k] = float(v)
+            rows.append(row)
+    return rows
+
+
+def benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict:
+    """{(impl, threads): (ns, median seconds)} from the rows of attention_time.csv."""
+    out: dict = {}
+    for r in rows:
+        if r.get("status") != "ok" or r["dtype"] != dtype or r["d"] != d:
+            continue
+        if r["pass"] != pass_name:
+            continue
+        out.setdefault((r["impl"], r["threads"]), []).append((r["n"], r["median_s"]))
+    return {k: tuple(np.array(v).T) for k, v in ((k, sorted(v)) for k, v in out.items())}
+
+
+def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64):
+    """Three panels from the benchmark CSVs: time of forward+backward against n, the ratio of
+    attnlib.flash_* to each peer, and the extra memory of one forward+backward.
+
+    Solid lines use every core, dashed lines one thread.
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(14.5, 4.3))
+    times = benchmark_times(time_rows, dtype=dtype, d=d)
+    threads = sorted({t for _, t in times})
+    style = {t: ("-" if t == max(threads) else "--") for t in threads}
+    ax = axes[0]
+    order = {impl: k for k, impl in enumerate(BENCH_IMPLS)}
+    for (impl, t), (ns, secs) in sorted(
+        times.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])
+    ):
+        label = f"{BENCH_LABELS[impl]}, {t} thr." if impl in BENCH_LABELS else impl
+        ax.loglog(ns, secs, style[t], marker="o", color=BENCH_COLORS.get(impl), label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("forward + backward time (s, median)")
+    ax.set_title(f"Time, {dtype}, d = {d}")
+    ax.legend(fontsize=7)
+
+    ax = axes[1]
+    for t in threads:
+        if ("flash", t) not in times:
+            continue
+        fns, fsecs = times[("flash", t)]
+        for peer in ("torch-flash", "torch-math", "numpy"):
+            if (peer, t) not in times:
+                continue
+            pns, psecs = times[(peer, t)]
+            common = [n for n in fns if n in set(pns)]
+            if not common:
+                continue
+            ratio = [fsecs[list(fns).index(n)] / psecs[list(pns).index(n)] for n in common]
+            ax.plot(
+                common,
+                ratio,
+                style[t],
+                marker="o",
+                color=BENCH_COLORS[peer],
+                label=f"÷ {BENCH_LABELS[peer]}, {t} thr.",
+            )
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(1.5, color="gray", lw=0.8, ls=":", label="target vs torch: 1.5")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("time of flash_* ÷ time of peer")
+    ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_title("Ratio (< 1: attnlib is faster)")
+    ax.legend(fontsize=7)
+
+    ax = axes[2]
+    mem: dict = {}
+    for r in memory_rows:
+        if r.get("status") == "ok" and r["dtype"] == dtype:
+            mem.setdefault(r["impl"], []).append((r["n"], r["rss_extra_bytes"], r["qkvodo_bytes"]))
+    budget = {}
+    for impl in BENCH_IMPLS:
+        if impl not in mem:
+            continue
+        pts = sorted(mem[impl])
+        ns = [p[0] for p in pts]
+        ax.loglog(
+            ns,
+            [max(p[1], 1.0) / 2**20 for p in pts],
+            marker="o",
+            color=BENCH_COLORS[impl],
+            label=BENCH_LABELS[impl],
+        )
+        budget.update({p[0]: 4 * p[2] / 2**20 for p in pts})
+    if budget:
+        bn = sorted(budget)
+        ax.loglog(bn, [budget[n] for n in bn], "k:", label="4 × |Q, K, V, O, dO|")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("extra peak memory (MiB, RSS)")
+    ax.set_title(f"Memory of forward + backward, {dtype}, d = {d}")
+    ax.legend(fontsize=7)
+    return fig

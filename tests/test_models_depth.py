@@ -1,0 +1,191 @@
+"""The L-layer attention stack: hand-written backward vs finite differences, kernels, bad input."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import attnlib.polymethod as pm
+from attnlib import AttnInputError
+from attnlib.models import depth as dp
+from attnlib.models import minilm as mm
+
+
+def _fd_directional(f, arrays, rng, h=1e-5):
+    """For each array a (changed in place, then restored): ((f(a + hv) − f(a − hv)) / 2h, v)
+    with a random direction v."""
+    out = []
+    for a in arrays:
+        v = rng.normal(size=a.shape)
+        old = a.copy()
+        a += h * v
+        fp = f()
+        a[...] = old - h * v
+        fm = f()
+        a[...] = old
+        out.append(((fp - fm) / (2 * h), v))
+    return out
+
+
+@pytest.mark.parametrize("ffn", [False, True])
+def test_backward_matches_finite_differences(rng, ffn):
+    stack = dp.random_stack(3, 8, 2, seed=7, ffn=ffn, weight_scale=1.5)
+    X = rng.normal(size=(6, 8))
+    G = rng.normal(size=(6, 8))
+    _, dX, grads = stack.loss_and_grads(X, G)
+
+    def loss():
+        return stack.loss_and_grads(X, G)[0]
+
+    # every entry of dX
+    h = 1e-6
+    num = np.empty_like(X)
+    for idx in np.ndindex(X.shape):
+        old = X[idx]
+        X[idx] = old + h
+        fp = loss()
+        X[idx] = old - h
+        fm = loss()
+        X[idx] = old
+        num[idx] = (fp - fm) / (2 * h)
+    assert np.max(np.abs(num - dX)) < 1e-7 * max(1.0, np.max(np.abs(dX)))
+    # every parameter array, along a random direction
+    for i, layer in enumerate(stack.layers):
+        keys = sorted(layer)
+        checks = _fd_directional(loss, [layer[k] for k in keys], rng)
+        for k, (fd, v) in zip(keys, checks, strict=True):
+            an = float(np.sum(grads[i][k] * v))
+            assert abs(fd - an) < 1e-6 * max(1.0, abs(an)), (i, k, fd, an)
+
+
+def test_hidden_gradients_and_truncation(rng):
+    stack = dp.random_stack(4, 8, 2, seed=1)
+    X, G = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+    Y, caches = stack.forward(X)
+    dX, grads, hidden = stack.backward(caches, G, return_hidden=True)
+    assert len(hidden) == 5 and np.array_equal(hidden[0], dX) and np.array_equal(hidden[4], G)
+    # hidden[2] is the input gradient of the top two layers run on x_2
+    top = dp.AttentionStack(stack.layers[2:], 2)
+    x2 = stack.truncated(2).forward(X)[0]
+    assert np.allclose(top.loss_and_grads(x2, G)[1], hidden[2], atol=1e-12)
+    assert stack.truncated(2).n_layers == 2 and stack.n_layers == 4
+
+
+def test_minilm_stack_is_the_encoder():
+    model = mm.load_minilm()
+    ids, mask = model.tokenize("Layer norms keep the hidden states at a fixed size.")
+    run = model.run(ids, mask)
+    stack = dp.stack_from_minilm(model)
+    Y, _ = stack.forward(model.embed(ids)[0])
+    assert np.max(np.abs(Y - run.hidden[-1][0])) < 1e-10
+    Y3, _ = dp.stack_from_minilm(model, 3).forward(model.embed(ids)[0])
+    assert np.max(np.abs(Y3 - run.hidden[3][0])) < 1e-10
+
+
+@pytest.mark.parametrize("eps", [1e-2, 1e-6])
+def test_dense_polynomial_kernel_equals_the_factored_method(rng, eps):
+    Q, K = rng.normal(size=(30, 4)) * 0.7, rng.normal(size=(40, 4)) * 0.7
+    V, dO = rng.normal(size=(40, 3)), rng.normal(size=(30, 3))
+    dense = dp.dense_polynomial_kernel(functools.partial(pm.exp_poly, eps=eps))
+    factored = dp.kernel_from_functions(
+        "AS24", pm.approx_attention, pm.approx_attention_backward, eps=eps
+    )
+    tau = 0.5
+    assert np.max(np.abs(dense.forward(Q, K, V, tau) - factored.forward(Q, K, V, tau))) < 1e-12
+    pairs = zip(dense.backward(Q, K, V, dO, tau), factored.backward(Q, K, V, dO, tau), strict=True)
+    for a, b in pairs:
+        assert np.max(np.abs(a - b)) < 1e-12
+    # and it is an approximation of exact attention within the forward bound 2ε/(1−ε)·‖V‖max
+    exact = dp.EXACT.forward(Q, K, V, tau)
+    err = np.max(np.abs(dense.forward(Q, K, V, tau) - exact))
+    assert 0 < err <= pm.forward_error_bound(eps, np.abs(V).max())
+
+
+def test_gradient_errors_exact_is_zero_and_polynomial_small(rng):
+    stack = dp.random_stack(3, 16, 2, seed=2, weight_scale=0.7)
+    X, G = rng.normal(size=(12, 16)), rng.normal(size=(12, 16))
+    ge = dp.gradient_errors(stack, X, G, dp.exact_kernel())
+    assert ge.input == 0 and ge.params == 0 and ge.through == (0.0, 0.0, 0.0)
+    errs = []
+    reference = dp.exact_reference(stack, X, G)
+    for eps in (1e-2, 1e-5):
+        kern = dp.dense_polynomial_kernel(functools.partial(pm.exp_poly, eps=eps))
+        ge = dp.gradient_errors(stack, X, G, kern)
+        assert len(ge.per_layer) == 3 and len(ge.through) == 3 and ge.through[-1] == ge.input
+        assert dp.gradient_errors(stack, X, G, kern, reference=reference) == ge
+        errs.append(ge.params)
+    assert 0 < errs[1] < errs[0] < 1e-2
+
+
+def test_with_fallback_counts_refusals(rng):
+    def refuse(Q, K, V, *, scale):
+        raise AttnInputError("logit range out of reach")
+
+    def refuse_b(Q, K, V, dO, *, scale):
+        raise AttnInputError("logit range out of reach")
+
+    kern = dp.with_fallback(dp.kernel_from_functions("never", refuse, refuse_b))
+    stack = dp.random_stack(2, 8, 2, seed=0)
+    X, G = rng.normal(size=(4, 8)), rng.normal(size=(4, 8))
+    ge = dp.gradient_errors(stack, X, G, kern)
+    assert ge.params == 0.0
+    assert kern.stats == {
+        "forward calls": 4,
+        "forward fallbacks": 4,
+        "backward calls": 4,
+        "backward fallbacks": 4,
+    }
+    kern.reset()
+    assert kern.stats == {}
+
+
+def test_classify_growth():
+    k = np.arange(1, 13, dtype=float)
+    assert dp.classify_growth(np.full(12, 3e-7)).kind == "flat"
+    assert dp.classify_growth(1e-6 * k).kind == "linear"
+    assert dp.classify_growth(1e-6 * 1.5**k).kind == "geometric"
+    assert dp.classify_growth(1e-6 * k**2).kind == "super-linear"
+    assert dp.classify_growth(1e-6 * k**0.3 * 3).kind == "sub-linear"
+    assert abs(dp.classify_growth(1e-6 * k).power - 1.0) < 1e-12
+
+
+def test_bad_input(rng):
+    stack = dp.random_stack(2, 8, 2, seed=0)
+    good = stack.layers[0]
+    with pytest.raises(AttnInputError, match="layers must be a non-empty list"):
+        dp.AttentionStack([], 2)
+    with pytest.raises(AttnInputError, match="n_heads must divide the model width D=8"):
+        dp.AttentionStack([good], 3)
+    bad = dict(good, Wq=np.zeros((8, 7)))
+    with pytest.raises(AttnInputError, match=r"layers\[0\]\['Wq'\] must have shape"):
+        dp.AttentionStack([bad], 2)
+    with pytest.raises(AttnInputError, match=r"layers\[1\] must be a dict with keys"):
+        dp.AttentionStack([good, {"Wq": good["Wq"]}], 2)
+    with pytest.raises(AttnInputError, match="X must have D=8 columns"):
+        stack.forward(rng.normal(size=(4, 6)))
+    with pytest.raises(AttnInputError, match="G must have shape"):
+        stack.loss_and_grads(rng.normal(size=(4, 8)), rng.normal(size=(5, 8)))
+    with pytest.raises(AttnInputError, match="kernel must be an AttentionKernel"):
+        stack.forward(rng.normal(size=(4, 8)), kernel="exact")
+    with pytest.raises(AttnInputError, match="L must be an integer <= 2"):
+        stack.truncated(3)
+    with pytest.raises(AttnInputError, match="weight_scale must be a positive"):
+        dp.random_stack(2, 8, 2, seed=0, weight_scale=0)
+    with pytest.raises(AttnInputError, match="model must be a MiniLM"):
+        dp.stack_from_minilm("MiniLM")
+    with pytest.raises(AttnInputError, match="L must be an integer <= 6"):
+        dp.stack_from_minilm(mm.load_minilm(), 7)
+    with pytest.raises(AttnInputError, match="forward_fn and backward_fn must be callable"):
+        dp.kernel_from_functions("x", None, None)
+    with pytest.raises(AttnInputError, match="poly_for_range must be a callable"):
+        dp.dense_polynomial_kernel(3.0)
+    with pytest.raises(AttnInputError, match="primary must be an AttentionKernel"):
+        dp.with_fallback(len)
+    with pytest.raises(AttnInputError, match="stack must be an AttentionStack"):
+        dp.gradient_errors(None, None, None, dp.EXACT)
+    with pytest.raises(AttnInputError, match="G must have shape"):
+        dp.exact_reference(stack, rng.normal(size=(4, 8)), rng.normal(size=(4, 7)))
+    with pytest.raises(AttnInputError, match="errors must hold at least 3 positive"):
+        dp.classify_growth([1e-3, 0.0, 1e-2])
