@@ -3,7 +3,9 @@ training attention.
 
 The core (this namespace) holds the exact reference math and the compiled tiled kernels.
 The three parts of the book are subpackages: :mod:`attnlib.iomodel` (I/O complexity),
-:mod:`attnlib.polymethod` (the polynomial method) and :mod:`attnlib.hardness` (SETH).
+:mod:`attnlib.polymethod` (the polynomial method) and :mod:`attnlib.hardness` (SETH);
+:mod:`attnlib.models` runs a real model (all-MiniLM-L6-v2) and deep attention stacks in numpy
+for the evidence chapter. :func:`advise` recommends an algorithm for given (n, d, B, eps, M).
 """
 
 from ._checks import AttnInputError
@@ -14,6 +16,7 @@ from .exact import (
     attention_loss,
     attention_loss_grad,
 )
+from .fast import flash_backward, flash_forward
 
 __version__ = "0.1.0"
 
@@ -24,5 +27,18 @@ __all__ = [
     "attention_forward",
     "attention_loss",
     "attention_loss_grad",
+    "flash_backward",
+    "flash_forward",
+    "advise",
     "__version__",
 ]
+
+
+def __getattr__(name):
+    # advise draws on every part of the book; import it on first use so that
+    # `import attnlib` stays light.
+    if name == "advise":
+        from .advice import advise
+
+        return advise
+    raise AttributeError(f"module 'attnlib' has no attribute {name!r}")

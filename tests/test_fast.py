@@ -1,0 +1,357 @@
+"""The compiled tiled kernels (attnlib.fast) against the exact core.
+
+float64 agreement to ~1e-10 (masks, causal, n ≠ m, shapes that are not multiples of the block),
+float32 by FlashAttention's differential rule, the same input validation as the exact core, and
+bitwise-identical results with 1 and 2 numba threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+from conftest import rel_err
+
+import attnlib as al
+from attnlib import AttnInputError, fast
+
+
+def random_qkv(rng, n, m, d, dv=None, dtype=np.float64):
+    dv = d if dv is None else dv
+    Q = rng.standard_normal((n, d)).astype(dtype)
+    K = rng.standard_normal((m, d)).astype(dtype)
+    V = rng.standard_normal((m, dv)).astype(dtype)
+    return Q, K, V
+
+
+def keep_mask(n, m, mask=None, causal=False):
+    """The boolean mask the exact core needs to compute what flash_* computes with causal=True."""
+    keep = np.ones((n, m), dtype=bool) if mask is None else mask.copy()
+    if causal:
+        keep &= np.tril(np.ones((n, m), dtype=bool))
+    return keep
+
+
+def assert_close_to_exact(Q, K, V, dO, *, tol, scale=None, mask=None, causal=False):
+    """flash_* against attention_forward/attention_backward with the equivalent mask."""
+    O, lse = al.flash_forward(Q, K, V, scale=scale, mask=mask, causal=causal)
+    keep = keep_mask(Q.shape[0], K.shape[0], mask, causal)
+    O_ref, lse_ref = al.attention_forward(Q, K, V, scale=scale, mask=keep)
+    assert O.dtype == O_ref.dtype and lse.dtype == lse_ref.dtype
+    assert rel_err(O, O_ref) <= tol
+    dead = np.isneginf(lse_ref)
+    assert np.array_equal(np.isneginf(lse), dead)
+    if not dead.all():
+        assert rel_err(lse[~dead], lse_ref[~dead]) <= tol
+    grads = al.flash_backward(Q, K, V, O, dO, lse, scale=scale, mask=mask, causal=causal)
+    refs = al.attention_backward(Q, K, V, O_ref, dO, lse_ref, scale=scale, mask=keep)
+    for g, ref in zip(grads, refs, strict=True):
+        assert g.shape == ref.shape and g.dtype == ref.dtype
+        assert np.all(np.isfinite(g))
+        assert np.abs(g - ref).max() <= tol * max(np.abs(ref).max(), 1.0)
+    return O, lse, grads
+
+
+# ------------------------------------------------------------------------- float64 vs exact
+
+# (n, m, d, d_v): FlashAttention's awkward shapes, n ≠ m both ways, and sizes that straddle the
+# blocks (64 × 64 for d = 64; 256 × 64 for d = 3, so n = 300 gives two query blocks).
+SHAPES = [
+    (1, 1, 1, 1),
+    (239, 1, 3, 3),
+    (113, 203, 64, 32),
+    (127, 128, 64, 64),
+    (128, 127, 64, 64),
+    (300, 333, 3, 5),
+    (70, 150, 100, 17),
+]
+
+
+@pytest.mark.parametrize("n,m,d,dv", SHAPES)
+@pytest.mark.parametrize("variant", ["plain", "mask", "causal", "mask+causal"])
+def test_float64_matches_exact(rng, n, m, d, dv, variant):
+    Q, K, V = random_qkv(rng, n, m, d, dv)
+    dO = rng.standard_normal((n, dv))
+    mask = None
+    if "mask" in variant:
+        mask = rng.random((n, m)) < 0.6
+        mask[n // 2] = False  # a fully masked row
+    assert_close_to_exact(Q, K, V, dO, tol=1e-10, mask=mask, causal="causal" in variant)
+
+
+def test_custom_scale_and_as24_scale(rng):
+    Q, K, V = random_qkv(rng, 90, 77, 8)
+    dO = rng.standard_normal((90, 8))
+    for scale in (1 / 8, 2.5):
+        assert_close_to_exact(Q, K, V, dO, tol=1e-10, scale=scale)
+
+
+def test_block_sizes_keep_gemm_tiles_single_threaded():
+    for d, dv in [(1, 1), (3, 5), (32, 32), (64, 64), (128, 128), (100, 17), (512, 512)]:
+        br, bc = fast._block_sizes(d, dv)
+        assert br * bc * max(d, dv) <= fast._GEMM_SINGLE_THREAD
+        assert br >= 16 and bc >= 16
+    assert fast._block_sizes(64, 64) == (64, 64)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_logits_of_1e4_are_stable(rng, sign):
+    # every logit is ±1e4 times a number in [0.5, 1]: naive exp overflows or underflows
+    n, m, d = 70, 90, 4
+    Q = np.full((n, d), 1.0)
+    K = sign * rng.uniform(0.5, 1.0, (m, d)) * 1e4 / 2
+    V = rng.standard_normal((m, 3))
+    dO = rng.standard_normal((n, 3))
+    O, lse, grads = assert_close_to_exact(Q, K, V, dO, tol=1e-10)
+    assert np.all(np.abs(lse) > 1e3)
+    # the winning key takes all the weight: O is that key's value row
+    top = np.argmax(K.sum(axis=1))
+    np.testing.assert_allclose(O, np.broadcast_to(V[top], O.shape), atol=1e-10)
+
+
+def test_fully_masked_rows_give_zero_output_and_gradients(rng):
+    n, m = 80, 70
+    Q, K, V = random_qkv(rng, n, m, 16)
+    mask = rng.random((n, m)) < 0.5
+    dead = [0, 33, 79]
+    mask[dead] = False
+    O, lse = al.flash_forward(Q, K, V, mask=mask)
+    assert np.all(O[dead] == 0) and np.all(np.isneginf(lse[dead]))
+    assert np.all(np.isfinite(O)) and not np.isnan(lse).any()
+    dQ, dK, dV = al.flash_backward(Q, K, V, O, rng.standard_normal(O.shape), lse, mask=mask)
+    assert np.all(dQ[dead] == 0)
+    assert all(np.all(np.isfinite(g)) for g in (dQ, dK, dV))
+    # everything masked: all zeros, nothing NaN
+    none = np.zeros((n, m), dtype=bool)
+    O, lse = al.flash_forward(Q, K, V, mask=none)
+    assert np.all(O == 0) and np.all(np.isneginf(lse))
+    for g in al.flash_backward(Q, K, V, O, np.ones_like(O), lse, mask=none):
+        assert np.all(g == 0)
+
+
+def test_causal_is_top_left_aligned(rng):
+    # query 0 sees only key 0, so its output is V[0]; the last query of a short block sees all
+    Q, K, V = random_qkv(rng, 5, 9, 4)
+    O, _ = al.flash_forward(Q, K, V, causal=True)
+    np.testing.assert_allclose(O[0], V[0], rtol=1e-14)
+    O_ref, _ = al.attention_forward(Q, K, V, mask=np.tril(np.ones((5, 9), dtype=bool)))
+    np.testing.assert_allclose(O, O_ref, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------ float32
+
+
+@pytest.mark.parametrize(
+    "n,m,d,variant",
+    [(130, 200, 64, "plain"), (127, 128, 64, "mask"), (300, 150, 16, "causal")],
+)
+def test_float32_obeys_the_differential_rule(rng, n, m, d, variant):
+    """FlashAttention's rule: the float32 error is at most 2× that of a naive float32
+    computation (attnlib.exact run in float32), plus a rounding term; the reference is float64
+    on the same float32-rounded inputs."""
+    Q, K, V = random_qkv(rng, n, m, d, dtype=np.float32)
+    Q *= 2.0  # logits of a few units: a softmax that is neither flat nor one-hot
+    dO = rng.standard_normal((n, d)).astype(np.float32)
+    mask = rng.random((n, m)) < 0.7 if variant == "mask" else None
+    causal = variant == "causal"
+    keep = keep_mask(n, m, mask, causal)
+    up = [x.astype(np.float64) for x in (Q, K, V, dO)]
+
+    O32, lse32 = al.flash_forward(Q, K, V, mask=mask, causal=causal)
+    assert O32.dtype == np.float32 and lse32.dtype == np.float32
+    naive_O, naive_lse = al.attention_forward(Q, K, V, mask=keep)
+    O64, lse64 = al.attention_forward(*up[:3], mask=keep)
+    for got, naive, ref in [(O32, naive_O, O64), (lse32, naive_lse, lse64)]:
+        rounding = 4 * np.finfo(np.float32).eps * np.abs(ref).max()
+        assert np.abs(got - ref).max() <= 2 * np.abs(naive - ref).max() + rounding
+
+    g32 = al.flash_backward(Q, K, V, O32, dO, lse32, mask=mask, causal=causal)
+    naive_g = al.attention_backward(Q, K, V, naive_O, dO, naive_lse, mask=keep)
+    g64 = al.attention_backward(*up[:3], O64, up[3], lse64, mask=keep)
+    for got, naive, ref in zip(g32, naive_g, g64, strict=True):
+        assert got.dtype == np.float32
+        rounding = 4 * np.finfo(np.float32).eps * np.abs(ref).max()
+        assert np.abs(got - ref).max() <= 2 * np.abs(naive - ref).max() + rounding
+
+
+def test_mixed_precision_promotes_to_float64(rng):
+    Q, K, V = random_qkv(rng, 9, 7, 3)
+    O, lse = al.flash_forward(Q.astype(np.float32), K, V)
+    assert O.dtype == np.float64 and lse.dtype == np.float64
+    np.testing.assert_allclose(O, al.attention(Q.astype(np.float32), K, V), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-15), (np.float32, 3e-7)])
+def test_exp_without_libm_is_accurate(dtype, tol):
+    x = np.linspace(-80, 0.5, 4001).astype(dtype)
+    x[:3] = [-np.inf, -1e4, -745.0]
+    out = np.empty_like(x)
+
+    @numba.njit
+    def run(x, out, scratch):
+        fast._exp(x, out, scratch)
+
+    run(x, out, np.empty_like(x))
+    ref = np.exp(x.astype(np.float64))
+    assert np.all(out[:3] == 0)
+    assert np.max(np.abs(out[3:] - ref[3:]) / ref[3:]) <= tol
+
+
+# --------------------------------------------------------------------------------- threads
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_results_do_not_depend_on_the_number_of_threads(rng, dtype):
+    n, m, d = 333, 290, 32  # 3 query blocks of 128 and 5 key blocks of 64
+    Q, K, V = random_qkv(rng, n, m, d, dtype=dtype)
+    dO = rng.standard_normal((n, d)).astype(dtype)
+    mask = rng.random((n, m)) < 0.8
+    runs = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            for causal in (False, True):
+                O, lse = al.flash_forward(Q, K, V, mask=mask, causal=causal)
+                grads = al.flash_backward(Q, K, V, O, dO, lse, mask=mask, causal=causal)
+                runs.append((O, lse, *grads))
+    finally:
+        numba.set_num_threads(before)
+    one, two = runs[:2], runs[2:]
+    for a_run, b_run in zip(one, two, strict=True):
+        for a, b in zip(a_run, b_run, strict=True):
+            assert np.array_equal(a, b)  # bitwise, not just close
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+@pytest.fixture
+def qkv():
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    O, lse = al.attention_forward(Q, K, V)
+    return dict(Q=Q, K=K, V=V, O=O, dO=np.ones_like(O), lse=lse)
+
+
+def forward_pair(a, kw):
+    return (
+        lambda: al.attention_forward(a["Q"], a["K"], a["V"], **kw),
+        lambda: al.flash_forward(a["Q"], a["K"], a["V"], **kw),
+    )
+
+
+def backward_pair(a, kw):
+    args = (a["Q"], a["K"], a["V"], a["O"], a["dO"], a["lse"])
+    return (
+        lambda: al.attention_backward(*args, **kw),
+        lambda: al.flash_backward(*args, **kw),
+    )
+
+
+# (argument to replace, replacement builder, expected message fragment)
+BAD_ARRAYS = [
+    ("Q", lambda a: a["Q"][0], r"Q must be 2-dimensional, got shape \(3,\)"),
+    ("K", lambda a: a["K"][:, :2], r"K must have d=3 columns like Q, got 2"),
+    ("V", lambda a: a["V"][:4], r"V must have m=5 rows like K, got 4"),
+    ("Q", lambda a: np.where(a["Q"] > 0, np.nan, a["Q"]), r"Q must be finite"),
+    ("K", lambda a: np.full_like(a["K"], np.inf), r"K must be finite"),
+    ("Q", lambda a: a["Q"].astype(np.int64), r"Q must have a float32 or float64 dtype, got int"),
+    ("K", lambda a: a["K"].astype(complex), r"K must have a float32 or float64 dtype, got comp"),
+    ("V", lambda a: a["V"].astype(object), r"V must have a float32 or float64 dtype, got obj"),
+    ("Q", lambda a: np.zeros((0, 3)), r"Q must be non-empty, got shape \(0, 3\)"),
+    ("V", lambda a: None, r"V must be an array, got None"),
+]
+BAD_KEYWORDS = [
+    (dict(scale=0.0), r"scale must be a positive finite real number, got 0.0"),
+    (dict(scale=float("inf")), r"scale must be a positive finite real number, got inf"),
+    (dict(scale=True), r"scale must be a positive finite real number, got True"),
+    (dict(mask=np.ones((4, 4), dtype=bool)), r"mask must have shape \(n, m\) = \(4, 5\)"),
+    (dict(mask=np.ones((4, 5))), r"mask must have a boolean dtype \(True = keep\)"),
+]
+BAD_BACKWARD = [
+    ("O", lambda a: a["O"][:3], r"O must have shape \(n, d_v\) = \(4, 2\), got \(3, 2\)"),
+    ("dO", lambda a: a["dO"][:, :1], r"dO must have shape \(n, d_v\) like O = \(4, 2\)"),
+    ("dO", lambda a: np.full_like(a["dO"], np.nan), r"dO must be finite"),
+    ("lse", lambda a: a["lse"][:2], r"lse must have shape \(n,\) = \(4,\), got \(2,\)"),
+    ("lse", lambda a: np.full_like(a["lse"], np.inf), r"lse must be finite \(-inf, no NaN"),
+]
+
+
+def raised(call):
+    with pytest.raises(AttnInputError) as info:
+        call()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("pair", [forward_pair, backward_pair], ids=["forward", "backward"])
+@pytest.mark.parametrize("arg,make,message", BAD_ARRAYS)
+def test_bad_arrays_are_refused_exactly_like_exact(qkv, pair, arg, make, message):
+    qkv[arg] = make(qkv)
+    exact_call, fast_call = pair(qkv, {})
+    got = raised(fast_call)
+    assert got == raised(exact_call)
+    assert __import__("re").search(message, got)
+
+
+@pytest.mark.parametrize("pair", [forward_pair, backward_pair], ids=["forward", "backward"])
+@pytest.mark.parametrize("kw,message", BAD_KEYWORDS)
+def test_bad_scale_and_mask_are_refused_exactly_like_exact(qkv, pair, kw, message):
+    exact_call, fast_call = pair(qkv, kw)
+    with pytest.raises(AttnInputError, match=message):
+        fast_call()
+    assert raised(fast_call) == raised(exact_call)
+
+
+@pytest.mark.parametrize("arg,make,message", BAD_BACKWARD)
+def test_bad_backward_inputs_are_refused_exactly_like_exact(qkv, arg, make, message):
+    qkv[arg] = make(qkv)
+    exact_call, fast_call = backward_pair(qkv, {})
+    with pytest.raises(AttnInputError, match=message):
+        fast_call()
+    assert raised(fast_call) == raised(exact_call)
+
+
+@pytest.mark.parametrize("causal", [1, "yes", None, np.array([True])])
+def test_causal_must_be_a_bool(qkv, causal):
+    with pytest.raises(AttnInputError, match=r"causal must be True or False, got"):
+        al.flash_forward(qkv["Q"], qkv["K"], qkv["V"], causal=causal)
+    with pytest.raises(AttnInputError, match=r"causal must be True or False, got"):
+        al.flash_backward(*(qkv[k] for k in ("Q", "K", "V", "O", "dO", "lse")), causal=causal)
+
+
+def test_backward_accepts_minus_inf_lse_of_masked_rows(qkv):
+    mask = np.ones((4, 5), dtype=bool)
+    mask[1] = False
+    O, lse = al.flash_forward(qkv["Q"], qkv["K"], qkv["V"], mask=mask)
+    dQ, _, _ = al.flash_backward(qkv["Q"], qkv["K"], qkv["V"], O, qkv["dO"], lse, mask=mask)
+    assert np.all(dQ[1] == 0)
+
+
+def test_inputs_are_never_modified_and_any_layout_works(rng):
+    Q, K, V = random_qkv(rng, 70, 90, 8)
+    Qf = np.asfortranarray(Q)
+    Ks = np.repeat(K, 2, axis=0)[::2]  # a strided view
+    mask = rng.random((70, 90)) < 0.5
+    dO = rng.standard_normal((70, 8))
+    copies = [x.copy() for x in (Qf, Ks, V, mask, dO)]
+    O, lse = al.flash_forward(Qf, Ks, V, mask=mask)
+    saved = O.copy(), lse.copy()
+    grads = al.flash_backward(Qf, Ks, V, O, dO, lse, mask=mask)
+    for x, c in zip((Qf, Ks, V, mask, dO), copies, strict=True):
+        assert np.array_equal(x, c)
+    assert np.array_equal(O, saved[0]) and np.array_equal(lse, saved[1])
+    refs = al.attention_backward(Q, K, V, O, dO, lse, mask=mask)
+    for g, ref in zip(grads, refs, strict=True):
+        assert rel_err(g, ref) < 1e-10
+    np.testing.assert_allclose(O, al.attention(Q, K, V, mask=mask), rtol=1e-10, atol=1e-14)
+
+
+def test_default_scale_is_one_over_sqrt_d(rng):
+    Q, K, V = random_qkv(rng, 20, 30, 16)
+    O1, _ = al.flash_forward(Q, K, V)
+    O2, _ = al.flash_forward(Q, K, V, scale=1 / math.sqrt(16))
+    assert np.array_equal(O1, O2)
