@@ -97,12 +97,6 @@ def add_takeaway(fig, text: str) -> None:
     fig.text(0.5, -0.02, text, ha="center", va="top", fontsize=9, style="italic", wrap=True)
 
 
-def _nice_power_ticks(lo: float, hi: float) -> list[float]:
-    """Powers of two between lo and hi (used by I/O sweeps over M)."""
-    a, b = math.ceil(math.log2(lo)), math.floor(math.log2(hi))
-    return [2.0**k for k in range(a, b + 1)]
-
-
 use_book_style()
 
 
