@@ -12,15 +12,15 @@ two-level machine, and keep only O((n + m)·d) extra memory.
 **Threads, and why the result does not depend on their number.** Query blocks are independent
 in the forward pass, so ``prange`` runs them in parallel. In the backward pass FA2 loops over key
 blocks, and every key block adds into every row of dQ: running key blocks in parallel is a data
-race on dQ (GPUs use atomic adds, whose order is not fixed). We use **two passes** instead:
-
-1. parallel over key blocks, each thread owning its dK_j and dV_j (FA2's outer loop);
-2. parallel over query blocks, each thread owning its dQ_i (FA2's dQ update, run by rows).
-
-Pass 2 recomputes S, P and dP, so the backward does 7 tile products instead of 5 (about 40% more
-arithmetic) and two exponentials per score instead of one. In exchange there are no atomics, no
-per-thread n×d copies of dQ, and every output entry is summed by one thread in a fixed order:
-results are bitwise identical for any number of threads.
+race on dQ (GPUs use atomic adds, whose order is not fixed). We split the key blocks into
+:data:`DQ_GROUPS` fixed groups (block j goes to group j mod DQ_GROUPS) and run the groups in
+parallel. Each group owns its blocks' dK_j and dV_j and its own float64 copy of dQ, so one pass
+does FA2's 5 tile products and 1 exponential per tile; the copies are then added in the fixed
+order of the groups. The groups and every sum's order depend only on the shapes, never on the
+threads: results are bitwise identical for any number of threads. The price is
+DQ_GROUPS·n·d extra float64 words, and at most DQ_GROUPS threads in the backward pass. (With a
+single key block there is nothing to share, and the backward runs as two passes: key block, then
+query blocks in parallel, each owning its dQ_i.)
 
 **Numerics.** Tile products are BLAS gemm calls (numba's ``np.dot`` with ``out=``) on tiles
 small enough that OpenBLAS runs them on the calling thread. The accumulators of the row sums, O,
@@ -58,6 +58,11 @@ __all__ = ["flash_forward", "flash_backward"]
 #: GEMM_MULTITHREAD_THRESHOLD). A larger tile product would start BLAS threads inside our own
 #: parallel loop, oversubscribing the cores.
 _GEMM_SINGLE_THREAD = 1 << 18
+
+#: Key-block groups of the fused backward pass. Each group keeps its own float64 copy of dQ
+#: (DQ_GROUPS·n·d words), and the copies are added in a fixed order, so the result does not
+#: depend on the number of threads. It also caps the backward's parallelism at DQ_GROUPS.
+DQ_GROUPS = 4
 
 
 def _block_sizes(d: int, dv: int) -> tuple[int, int]:
@@ -388,10 +393,14 @@ def _forward_block(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, qb, O, ls
 
 
 @nb.njit(cache=True)
-def _backward_dkdv_block(
-    Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, kb, dK, dV
+def _backward_key_block(
+    Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, kb, dK, dV, dq, with_dq
 ):
-    """Pass 1 for key block kb: owns dK_j and dV_j and streams the query blocks (FA2 Alg. 2)."""
+    """FA2 Alg. 2 for key block kb: owns dK_j and dV_j and streams the query blocks once.
+
+    With ``with_dq`` it also adds dS_ij K_j into ``dq`` (unscaled, float64): the fused pass,
+    where ``dq`` is the calling group's own copy of dQ. Without it, dQ is left to pass 2.
+    """
     n, d = Q.shape
     m = K.shape[0]
     dv = V.shape[1]
@@ -402,6 +411,7 @@ def _backward_dkdv_block(
     pbuf = np.empty(br * bc, Q.dtype)
     gbuf = np.empty(br * bc, Q.dtype)
     kvbuf = np.empty(bc * max(d, dv), Q.dtype)
+    qbuf = np.empty(br * d, Q.dtype)
     xbuf = np.empty(br * bc, Q.dtype)
     scratch = np.empty(br * bc, Q.dtype)
     dk_acc = np.zeros((cols, d))
@@ -411,27 +421,102 @@ def _backward_dkdv_block(
     for i0 in range(first, n, br):
         i1 = min(i0 + br, n)
         rows = i1 - i0
-        S = sbuf[: rows * cols].reshape((rows, cols))
-        _scores(Q, K, KT, i0, i1, j0, j1, bc, S)
-        P = pbuf[: rows * cols].reshape((rows, cols))
         tile = rows * cols
+        S = sbuf[:tile].reshape((rows, cols))
+        _scores(Q, K, KT, i0, i1, j0, j1, bc, S)
+        P = pbuf[:tile].reshape((rows, cols))
         _probabilities(
             S, i0, j0, lse, scale, mask, has_mask, causal, xbuf[:tile], scratch[:tile], P
         )
         tv = kvbuf[: cols * dv].reshape((cols, dv))
         np.dot(P.T, dO[i0:i1], tv)  # dV_j += P_ijᵀ dO_i
         _accumulate(dv_acc, tv)
-        G = gbuf[: rows * cols].reshape((rows, cols))
+        G = gbuf[:tile].reshape((rows, cols))
         _scores(dO, V, VT, i0, i1, j0, j1, bc, G)  # dP_ij = dO_i V_jᵀ
         _grad_scores(P, G, D, i0)  # G becomes dS_ij
         tk = kvbuf[: cols * d].reshape((cols, d))
         np.dot(G.T, Q[i0:i1], tk)  # dK_j += dS_ijᵀ Q_i
         _accumulate(dk_acc, tk)
+        if with_dq:
+            tq = qbuf[: rows * d].reshape((rows, d))
+            np.dot(G, K[j0:j1], tq)  # dQ_i += dS_ij K_j, into the group's own copy
+            _accumulate(dq[i0:i1], tq)
     for c in range(cols):
         for k in range(d):
             dK[j0 + c, k] = dk_acc[c, k] * scale
         for k in range(dv):
             dV[j0 + c, k] = dv_acc[c, k]
+
+
+@nb.njit(cache=True)
+def _backward_fused_group(
+    Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, g, groups, dK, dV, dQg
+):
+    """Group g of the fused backward: key blocks g, g + groups, ... in increasing order, each
+    adding its dQ contributions into the group's own buffer ``dQg[g]``. Five tile products and
+    one exp per tile, against seven and two for the two-pass schedule."""
+    for kb in range(g, _cdiv(K.shape[0], bc), groups):
+        _backward_key_block(
+            Q,
+            K,
+            KT,
+            V,
+            VT,
+            dO,
+            lse,
+            D,
+            scale,
+            mask,
+            has_mask,
+            causal,
+            br,
+            bc,
+            kb,
+            dK,
+            dV,
+            dQg[g],
+            True,
+        )
+
+
+@nb.njit(parallel=True, cache=True)
+def _run_fused(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, dK, dV, dQg):
+    """The fused backward: key-block groups in parallel, then dQ = τ·Σ_g dQg[g] in order g."""
+    groups = dQg.shape[0]
+    for g in prange(groups):
+        _backward_fused_group(
+            Q,
+            K,
+            KT,
+            V,
+            VT,
+            dO,
+            lse,
+            D,
+            scale,
+            mask,
+            has_mask,
+            causal,
+            br,
+            bc,
+            g,
+            groups,
+            dK,
+            dV,
+            dQg,
+        )
+
+
+@nb.njit(parallel=True, cache=True)
+def _sum_groups(dQg, scale, dQ):
+    """dQ = τ·Σ_g dQg[g], summed in the fixed order g = 0, 1, ... for every entry."""
+    groups, n, d = dQg.shape
+    for i in prange(n):
+        for k in range(d):
+            s = 0.0
+            for g in range(groups):
+                s += dQg[g, i, k]
+            dQ[i, k] = s * scale
 
 
 @nb.njit(cache=True)
@@ -492,13 +577,32 @@ def _run_blocks(task, Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal
         nblocks = _cdiv(K.shape[0], bc)
     else:
         nblocks = _cdiv(Q.shape[0], br)
+    no_dq = np.zeros((1, 1))  # pass 1 of the two-pass schedule leaves dQ to pass 2
     for t in prange(nblocks):
         blk = _interleave(t, nblocks)
         if task == _FORWARD:
             _forward_block(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, blk, A, lse)
         elif task == _BACKWARD_DKDV:
-            _backward_dkdv_block(
-                Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, blk, A, B
+            _backward_key_block(
+                Q,
+                K,
+                KT,
+                V,
+                VT,
+                dO,
+                lse,
+                D,
+                scale,
+                mask,
+                has_mask,
+                causal,
+                br,
+                bc,
+                blk,
+                A,
+                B,
+                no_dq,
+                False,
             )
         else:
             _backward_dq_block(
@@ -577,9 +681,9 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     """Gradients through softmax attention by FlashAttention-2's tiled backward pass.
 
     Same contract as :func:`attnlib.attention_backward` (FA2 Alg. 2), with P recomputed tile by
-    tile from ``lse``, in O((n + m)·d) extra memory. Two parallel passes (key blocks for dK and
-    dV, then query blocks for dQ) keep it free of data races and bitwise independent of the
-    number of threads.
+    tile from ``lse``, in O((n + m)·d) extra memory. Key blocks run in :data:`DQ_GROUPS` fixed
+    groups, each with its own float64 copy of dQ, added in a fixed order: no data races, and
+    results bitwise independent of the number of threads.
 
     Parameters
     ----------
@@ -608,6 +712,12 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     dK = np.empty((m, d), dtype=dtype)
     dV = np.empty((m, dv), dtype=dtype)
     args = (Q, K, KT, V, VT, dO, lse, D, tau, mask_arr, has_mask, causal, br, bc)
-    _run_blocks(_BACKWARD_DKDV, *args, dK, dV)
-    _run_blocks(_BACKWARD_DQ, *args, dQ, dQ)
+    groups = min(DQ_GROUPS, _cdiv(m, bc))
+    if groups > 1:
+        dQg = np.zeros((groups, n, d))
+        _run_fused(*args, dK, dV, dQg)
+        _sum_groups(dQg, tau, dQ)
+    else:
+        _run_blocks(_BACKWARD_DKDV, *args, dK, dV)
+        _run_blocks(_BACKWARD_DQ, *args, dQ, dQ)
     return dQ, dK, dV
