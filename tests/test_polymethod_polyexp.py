@@ -133,3 +133,53 @@ def test_bad_kind_and_grid():
         pm.exp_poly_of_degree(1.0, 3, kind="remez")
     with pytest.raises(AttnInputError, match="poly must be a callable"):
         pm.max_relative_error([1.0, 1.0], 1.0)
+
+
+# ---- decisions that do not depend on the machine ------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [1e-1, 1e-2, 1e-3, 1e-6])
+def test_refusal_is_the_floor_formula(eps):
+    """Accepted just inside max_logit_range(eps), refused just outside: a formula decides."""
+    R = pm.max_logit_range(eps)
+    assert pm.rounding_floor(R) == pytest.approx(eps / pm.FLOOR_FACTOR, rel=1e-12)
+    g = pm.least_degree(R * (1 - 1e-6), eps)
+    assert pm.max_relative_error(pm.exp_poly_of_degree(R * (1 - 1e-6), g), R * (1 - 1e-6)) <= eps
+    with pytest.raises(AttnInputError, match="not 10 times above the rounding floor"):
+        pm.least_degree(R * (1 + 1e-6), eps)
+
+
+_COEFFICIENTS_PROBE = """
+import sys
+from attnlib.polymethod import polyexp
+for R, g in [(1.0, 7), (4.0, 15), (8.0, 30), (12.0, 40)]:
+    print(*(c.hex() for c in polyexp._chebyshev_interpolant(R, g)))
+print(*(polyexp.least_degree(R, 1e-3) for R in (0.5, 2.0, 8.0, 13.0)))
+"""
+
+
+def test_chebyshev_coefficients_are_the_same_bits_under_other_kernels():
+    """A reader's machine with another BLAS kernel and fewer SIMD extensions builds the same
+    polynomials, bit for bit, and so the same least degrees."""
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    def run(extra):
+        env = {**os.environ, **extra}
+        out = subprocess.run(
+            [sys.executable, "-c", _COEFFICIENTS_PROBE], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    native = run({})
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        older = {
+            "OPENBLAS_CORETYPE": "Sandybridge",
+            "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR X86_V3",
+        }
+    else:
+        older = {"OPENBLAS_NUM_THREADS": "1"}
+    assert run(older) == native

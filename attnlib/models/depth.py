@@ -536,13 +536,16 @@ class Growth:
 
     ``kind`` is ``"flat"``, ``"sub-linear"``, ``"linear"``, ``"super-linear"`` or
     ``"geometric"``; ``ratio`` = e_L / e_1; ``power`` p of the fit e ≈ a·k^p;
-    ``factor`` c of the fit e ≈ a·c^k (per layer).
+    ``factor`` c of the fit e ≈ a·c^k (per layer); ``margin``, the smallest relative distance
+    between a statistic the decision consulted and its threshold (a classification with a
+    margin far above the rounding noise of the errors is the same on every machine).
     """
 
     kind: str
     ratio: float
     power: float
     factor: float
+    margin: float = math.inf
 
     def __str__(self) -> str:
         return (
@@ -562,7 +565,9 @@ def classify_growth(errors, *, flat_within: float = 2.0) -> Growth:
       c ≥ 1.1 is **geometric**; otherwise the power p decides: p < 0.5 **sub-linear**,
       0.5 ≤ p ≤ 1.5 **linear**, p > 1.5 **super-linear**.
 
-    ``errors`` must hold at least 3 positive finite numbers.
+    ``errors`` must hold at least 3 positive finite numbers. The result's ``margin`` is the
+    smallest relative distance of a consulted statistic from its threshold: a caller that must
+    get the same answer on every machine checks that it is far above the errors' rounding noise.
     """
     e = as_float_array("errors", errors, ndim=1)
     if e.size < 3 or (e <= 0).any():
@@ -575,14 +580,21 @@ def classify_growth(errors, *, flat_within: float = 2.0) -> Growth:
     res_pow = float(np.sum((le - (a1 + p * np.log(k))) ** 2))
     res_geo = float(np.sum((le - (a2 + b * k)) ** 2))
     ratio, factor = float(e[-1] / e[0]), float(np.exp(b))
-    if e.max() / e.min() < flat_within:
+    spread = float(e.max() / e.min())
+
+    def gap(x: float, threshold: float) -> float:
+        return abs(x - threshold) / abs(threshold)
+
+    margins = [gap(spread, flat_within)]
+    if spread < flat_within:
         kind = "flat"
-    elif res_geo < res_pow and factor >= 1.1:
-        kind = "geometric"
-    elif p < 0.5:
-        kind = "sub-linear"
-    elif p <= 1.5:
-        kind = "linear"
     else:
-        kind = "super-linear"
-    return Growth(kind, ratio, float(p), factor)
+        margins.append(abs(res_geo - res_pow) / max(res_geo, res_pow, 1e-300))
+        if res_geo < res_pow:
+            margins.append(gap(factor, 1.1))
+        if res_geo < res_pow and factor >= 1.1:
+            kind = "geometric"
+        else:
+            margins += [gap(float(p), 0.5), gap(float(p), 1.5)]
+            kind = "sub-linear" if p < 0.5 else "linear" if p <= 1.5 else "super-linear"
+    return Growth(kind, ratio, float(p), factor, min(margins))

@@ -23,6 +23,7 @@ from .approx import (
 )
 from .features import as23_rank_bound, feature_rank, multi_indices, poly_features, rowwise_kron
 from .polyexp import (
+    FLOOR_FACTOR,
     KINDS,
     aa22_degree,
     exp_poly,
@@ -34,6 +35,7 @@ from .polyexp import (
 )
 
 __all__ = [
+    "FLOOR_FACTOR",
     "KINDS",
     "MEMORY_BUDGET_BYTES",
     "ApproxPlan",
