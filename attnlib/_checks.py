@@ -224,9 +224,9 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-#: The largest single call's working memory attnlib allocates without being asked (8 GiB).
-#: Functions with a ``memory_budget`` argument use that instead.
-MAX_ALLOCATION_BYTES = 2**33
+#: The most working memory one call allocates unless told otherwise (4 GiB): larger requests
+#: are refused before anything is allocated. Functions with a ``memory_budget`` use that.
+MAX_ALLOCATION_BYTES = 2**32
 
 
 def _fmt_bytes(b: float) -> str:
@@ -239,7 +239,7 @@ def _fmt_bytes(b: float) -> str:
 def check_memory(what: str, nbytes, *, budget=None, culprits: str = "") -> int:
     """Refuse, before allocating, a call whose working memory ``nbytes`` exceeds ``budget``
     (default :data:`MAX_ALLOCATION_BYTES`). ``what`` says what would be allocated and
-    ``culprits`` names the arguments that set its size, e.g. ``"n_clauses and n_vars"``.
+    ``culprits`` names the arguments that set its size, e.g. ``"n_clauses or n_vars"``.
 
     ``nbytes`` is an exact int (no float overflow at any size). Returns it.
     """
@@ -247,9 +247,9 @@ def check_memory(what: str, nbytes, *, budget=None, culprits: str = "") -> int:
     nbytes = int(nbytes)
     if nbytes > limit:
         size = _fmt_bytes(nbytes) if nbytes < 2**1000 else f"~2^{nbytes.bit_length()} bytes"
-        who = f"{culprits} too large: " if culprits else ""
+        who = f"; {culprits} is too large" if culprits else ""
         raise AttnInputError(
-            f"{who}{what} would need {size}, over the limit of {_fmt_bytes(limit)}"
+            f"{what} would need {size}, over the limit of {_fmt_bytes(limit)}{who}"
         )
     return nbytes
 

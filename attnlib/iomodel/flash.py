@@ -253,7 +253,7 @@ def expand_block_mask(block_mask, n: int, m: int, blocks) -> np.ndarray:
         raise AttnInputError("block_mask must be a boolean (T_r, T_c) array, got None")
     bm = _check_block_mask(block_mask, n, m, B_r, B_c)
     # the result is n×m booleans, plus the n×T_c array repeated along the rows first
-    check_memory("expand_block_mask's (n, m) mask", n * m + n * bm.shape[1], culprits="n and m")
+    check_memory("expand_block_mask's (n, m) mask", n * m + n * bm.shape[1], culprits="n or m")
     return np.repeat(np.repeat(bm, _sizes(n, B_r), axis=0), _sizes(m, B_c), axis=1)
 
 

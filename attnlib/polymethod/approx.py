@@ -34,7 +34,6 @@ Hence ‖Õ − O‖_max ≤ (2ε/(1−ε)) · ‖V‖_max, row by row (plus rou
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,14 +43,16 @@ from .._checks import (
     as_float_array,
     check_cols,
     check_loss_inputs,
+    check_memory,
     check_open_unit,
     check_positive_real,
+    check_real,
     check_rows,
     check_scale,
     check_shape,
     float_dtype,
 )
-from .features import feature_rank, poly_features, rowwise_kron
+from .features import feature_rank, poly_features, poly_features_bytes, rowwise_kron
 from .polyexp import KINDS, exp_poly, least_degree
 
 __all__ = [
@@ -103,9 +104,14 @@ class ApproxPlan:
 def forward_error_bound(eps, V_max) -> float:
     """The bound ‖Õ − O‖_max ≤ 2ε/(1−ε) · ‖V‖_max derived in the module docstring."""
     eps = check_open_unit("eps", eps)
-    if isinstance(V_max, bool) or not isinstance(V_max, numbers.Real) or not 0 <= V_max < math.inf:
-        raise AttnInputError(f"V_max must be a finite number >= 0, got {V_max!r}")
-    return 2.0 * eps / (1.0 - eps) * float(V_max)
+    V_max = check_real("V_max", V_max, minimum=0.0, expected="a finite number >= 0")
+    bound = 2.0 * eps / (1.0 - eps) * V_max
+    if not math.isfinite(bound):
+        raise AttnInputError(
+            f"the bound 2·eps/(1−eps)·V_max overflows a float: V_max={V_max:g} is too large "
+            f"at eps={eps:g}"
+        )
+    return bound
 
 
 def logit_range(Q, K, *, scale) -> float:
@@ -117,9 +123,27 @@ def logit_range(Q, K, *, scale) -> float:
     K = as_float_array("K", K)
     check_cols("K", K, Q.shape[1], "Q")
     tau = check_positive_real("scale", scale)
-    qn = float(np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64).max()))
-    kn = float(np.sqrt(np.einsum("ij,ij->i", K, K, dtype=np.float64).max()))
-    return tau * qn * kn
+    qn, kn = _max_row_norm(Q), _max_row_norm(K)
+    with np.errstate(over="ignore"):
+        R = tau * qn * kn
+    if not math.isfinite(R):
+        raise AttnInputError(
+            "the logit range scale·max‖Qᵢ‖·max‖Kⱼ‖ overflows a float: Q, K or scale is too large"
+        )
+    return R
+
+
+def _max_row_norm(X) -> float:
+    """maxᵢ‖Xᵢ‖₂; rows are rescaled by their largest entry only if the squares overflow."""
+    with np.errstate(over="ignore"):
+        norm = float(np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64).max()))
+    if math.isfinite(norm):
+        return norm
+    X = X.astype(np.float64)
+    top = np.abs(X).max(axis=1, keepdims=True)
+    scaled = np.sqrt(np.einsum("ij,ij->i", X / top, X / top)) * top[:, 0]
+    with np.errstate(over="ignore"):
+        return float(scaled.max())
 
 
 def _check_kind(kind) -> str:
@@ -164,6 +188,47 @@ def _plan(Q, K, tau, eps, kind, memory_budget) -> ApproxPlan:
             "Use a larger eps, smaller entries, or raise memory_budget"
         )
     return ApproxPlan(R=R, eps=eps, kind=kind, degree=g, rank=r, n=n, m=m, d=d, bytes_needed=need)
+
+
+def peak_bytes(plan: ApproxPlan, which: str, d_v: int | None = None) -> int:
+    """Peak working memory, in bytes, of one approximate call with this plan's shapes.
+
+    ``which`` is ``"forward"`` (:func:`approx_attention`), ``"backward"``
+    (:func:`approx_attention_backward`) or ``"loss_grad"`` (:func:`approx_attention_loss_grad`);
+    ``d_v`` defaults to d. Everything is float64: the float64 copies of the inputs, the
+    feature map (:func:`~attnlib.polymethod.features.poly_features_bytes`), and the largest
+    products after it: V₁ᵀV and Õ (forward); the r × d·d_v product W of the Hadamard trick
+    next to its (rows × d·d_v) factors (backward); the (n + m) × (d+1)·d batched factors and
+    their two r × (d+1)·d products (gradient). These last terms do not shrink with n, so for
+    small n they dominate (tested against tracemalloc).
+    """
+    n, m, d, r = plan.n, plan.m, plan.d, plan.rank
+    dv = d if d_v is None else d_v
+    rows = max(n, m)
+    features = poly_features_bytes(n, m, d, plan.degree)
+    inputs = 8 * (n * d + m * d + m * dv + n * dv)
+    if which == "forward":
+        after = 8 * (r * dv + n * dv + n)
+    elif which == "backward":
+        k = d * dv
+        after = 8 * (r * k + 2 * rows * k + 3 * rows * max(d, dv) + 2 * r * max(d, dv))
+    elif which == "loss_grad":
+        k = (d + 1) * d
+        after = 8 * ((n + m) * k + rows * d * d + 2 * r * k + 2 * (n + m) * d + d * d)
+    else:
+        raise AttnInputError(f"which must be 'forward', 'backward' or 'loss_grad', got {which!r}")
+    return inputs + features + after
+
+
+def _check_peak(plan: ApproxPlan, which: str, d_v: int, memory_budget) -> None:
+    """Refuse the call before the feature map is built if its peak exceeds the budget."""
+    check_memory(
+        f"the polynomial method (rank r = {plan.rank}, degree {plan.degree}, n={plan.n}, "
+        f"m={plan.m}, d={plan.d})",
+        peak_bytes(plan, which, d_v),
+        budget=_budget(memory_budget),
+        culprits="raise memory_budget, or lower eps or the entries; memory_budget",
+    )
 
 
 def _check_qk(Q, K):
@@ -228,6 +293,7 @@ def approx_attention(
     check_rows("V", V, K.shape[0], "K")
     tau = check_scale(scale, Q.shape[1])
     plan = _plan(Q, K, tau, eps, kind, memory_budget)
+    _check_peak(plan, "forward", V.shape[1], memory_budget)
     U1, V1 = _factors(Q, K, tau, plan)
     O = U1 @ (V1.T @ V.astype(np.float64))
     O = O.astype(float_dtype(Q, K, V), copy=False)
@@ -294,6 +360,7 @@ def approx_attention_backward(
     check_shape("dO", dO, (n, V.shape[1]), "(n, d_v)")
     tau = check_scale(scale, d)
     plan = _plan(Q, K, tau, eps, kind, memory_budget)
+    _check_peak(plan, "backward", V.shape[1], memory_budget)
     dtype = float_dtype(Q, K, V, dO)
     Q64, K64, V64, dO64 = (a.astype(np.float64, copy=False) for a in (Q, K, V, dO))
 
@@ -380,7 +447,11 @@ def approx_attention_loss_grad(
 
     Returns the (d, d) gradient in the inputs' dtype, or ``(G, plan)``. Equal (to rounding)
     to ``A1.T @ approx_attention_backward(A1 @ X, A2, A3 @ Y, c̃, eps=eps, scale=1/d)[0]``.
+    Raises :class:`attnlib.AttnInputError` for invalid inputs, a logit range out of reach at
+    eps, or a peak memory (:func:`peak_bytes`) over ``memory_budget``.
     """
+    plan = loss_plan(X, A1, A2, eps=eps, kind=kind, memory_budget=memory_budget)
+    _check_peak(plan, "loss_grad", None, memory_budget)
     A1, A2, U1, V1, h, c, r, d, plan, dtype = _loss_parts(
         X, A1, A2, A3, Y, E, eps, kind, memory_budget
     )
