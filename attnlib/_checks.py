@@ -209,7 +209,7 @@ def _short_int(v: int) -> str:
 def check_bool(name: str, value) -> bool:
     """Require a bool (Python or numpy); strings such as ``"no"`` and ints are refused."""
     if not isinstance(value, (bool, np.bool_)):
-        raise AttnInputError(f"{name} must be True or False, got {value!r:.60}")
+        raise AttnInputError(f"{name} must be a bool (True or False), got {value!r:.60}")
     return bool(value)
 
 
