@@ -24,6 +24,7 @@ import numpy as np
 
 from .._checks import (
     AttnInputError,
+    _short_int,
     as_float_array,
     check_cols,
     check_int,
@@ -57,8 +58,8 @@ def _binomial(N: int, k: int, names: str) -> int:
         c = c * (N - i) // (i + 1)  # = C(N, i + 1), exact
         if c > MAX_RANK:
             raise AttnInputError(
-                f"{names} too large: the rank C({N}, {k}) exceeds 1e300, far beyond any "
-                "array (and beyond the float range)"
+                f"{names} too large: the rank C({_short_int(N)}, {_short_int(k)}) exceeds 1e300, "
+                "far beyond any array (and beyond the float range)"
             )
     return c
 
