@@ -194,11 +194,11 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
     if v < minimum:
         raise AttnInputError(f"{name} must be an integer >= {minimum}, got {v}")
     if maximum is not None and v > maximum:
-        raise AttnInputError(f"{name} must be an integer <= {maximum}, got {_short_int(v)}")
+        raise AttnInputError(f"{name} must be an integer <= {maximum}, got {describe_int(v)}")
     return v
 
 
-def _short_int(v: int) -> str:
+def describe_int(v: int) -> str:
     """An int for a message: digits up to 30 of them, else its order of magnitude."""
     text = str(v) if v.bit_length() < 100 else None
     if text is not None and len(text) <= 30:

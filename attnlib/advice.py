@@ -62,10 +62,10 @@ from . import iomodel as io
 from . import polymethod as pm
 from ._checks import (
     AttnInputError,
-    _short_int,
     check_int,
     check_open_unit,
     check_positive_real,
+    describe_int,
 )
 
 __all__ = [
@@ -244,8 +244,8 @@ def advise(
         return _advise(n, d, B, eps, M, balance, slow_memory, R)
     except OverflowError:  # an int (n or d) too large for the float cost model
         raise AttnInputError(
-            f"n={_short_int(n)} or d={_short_int(d)} is too large: the cost model's flop counts "
-            "overflow a float"
+            f"n={describe_int(n)} or d={describe_int(d)} is too large: the cost model's flop "
+            "counts overflow a float"
         ) from None
 
 

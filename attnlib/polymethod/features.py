@@ -24,13 +24,13 @@ import numpy as np
 
 from .._checks import (
     AttnInputError,
-    _short_int,
     as_float_array,
     check_cols,
     check_int,
     check_memory,
     check_positive_real,
     check_rows,
+    describe_int,
     float_dtype,
 )
 
@@ -58,8 +58,8 @@ def _binomial(N: int, k: int, names: str) -> int:
         c = c * (N - i) // (i + 1)  # = C(N, i + 1), exact
         if c > MAX_RANK:
             raise AttnInputError(
-                f"{names} too large: the rank C({_short_int(N)}, {_short_int(k)}) exceeds 1e300, "
-                "far beyond any array (and beyond the float range)"
+                f"{names} too large: the rank C({describe_int(N)}, {describe_int(k)}) exceeds "
+                "1e300, far beyond any array (and beyond the float range)"
             )
     return c
 
