@@ -352,10 +352,10 @@ class TwoLevelMemory:
 def _check_dtype(dtype) -> np.dtype:
     """The machine holds float32 or float64 words."""
     try:
-        dt = np.dtype(dtype)
+        dt = np.dtype(dtype) if dtype is not None else None
     except TypeError:
         dt = None
-    if dt not in FLOAT_DTYPES:
+    if dt is None or dt not in FLOAT_DTYPES:
         raise AttnInputError(f"dtype must be float32 or float64, got {dtype!r:.60}")
     return dt
 

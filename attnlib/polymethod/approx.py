@@ -43,7 +43,6 @@ from .._checks import (
     as_float_array,
     check_cols,
     check_loss_inputs,
-    check_memory,
     check_open_unit,
     check_positive_real,
     check_real,
@@ -73,6 +72,7 @@ MEMORY_BUDGET_BYTES = 2**30
 _MIN_RANGE = 1e-12
 _WORK_ARRAYS = 3  # U₁, V₁ and one work array of the same size
 _RANGE_STEPS = 16  # R is rounded up to a power of 2^(1/16)
+_TINY = np.finfo(np.float64).tiny
 
 
 @dataclass(frozen=True)
@@ -135,15 +135,16 @@ def logit_range(Q, K, *, scale) -> float:
 
 def _max_row_norm(X) -> float:
     """maxᵢ‖Xᵢ‖₂; rows are rescaled by their largest entry only if the squares overflow."""
-    with np.errstate(over="ignore"):
-        norm = float(np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64).max()))
-    if math.isfinite(norm):
-        return norm
+    with np.errstate(over="ignore", under="ignore"):
+        square = float(np.einsum("ij,ij->i", X, X, dtype=np.float64).max())
+    if math.isfinite(square) and (square >= _TINY or not X.any()):
+        return math.sqrt(square)
+    # the squares overflow, or underflow into subnormals: scale each row by its largest entry
     X = X.astype(np.float64)
     top = np.abs(X).max(axis=1, keepdims=True)
-    scaled = np.sqrt(np.einsum("ij,ij->i", X / top, X / top)) * top[:, 0]
+    top[top == 0] = 1.0
     with np.errstate(over="ignore"):
-        return float(scaled.max())
+        return float((np.sqrt(np.einsum("ij,ij->i", X / top, X / top)) * top[:, 0]).max())
 
 
 def _check_kind(kind) -> str:
@@ -220,15 +221,17 @@ def peak_bytes(plan: ApproxPlan, which: str, d_v: int | None = None) -> int:
     return inputs + features + after
 
 
-def _check_peak(plan: ApproxPlan, which: str, d_v: int, memory_budget) -> None:
+def _check_peak(plan: ApproxPlan, which: str, d_v, memory_budget) -> None:
     """Refuse the call before the feature map is built if its peak exceeds the budget."""
-    check_memory(
-        f"the polynomial method (rank r = {plan.rank}, degree {plan.degree}, n={plan.n}, "
-        f"m={plan.m}, d={plan.d})",
-        peak_bytes(plan, which, d_v),
-        budget=_budget(memory_budget),
-        culprits="raise memory_budget, or lower eps or the entries; memory_budget",
-    )
+    need = peak_bytes(plan, which, d_v)
+    budget = _budget(memory_budget)
+    if need > budget:
+        raise AttnInputError(
+            f"the polynomial method at rank r = {plan.rank} (degree {plan.degree}, n={plan.n}, "
+            f"m={plan.m}, d={plan.d}) would need about {need / 2**20:.1f} MiB at its peak, "
+            f"over memory_budget = {budget / 2**20:.1f} MiB. Use a larger eps, smaller "
+            "entries, or raise memory_budget"
+        )
 
 
 def _check_qk(Q, K):
