@@ -3,6 +3,13 @@
 Every check raises :class:`AttnInputError`, a :class:`ValueError` whose message names
 the argument and says what was expected, e.g. ``K must have d=64 columns like Q, got 32``.
 The checks never copy or modify their inputs except to convert array-likes to arrays.
+
+Scalars: :func:`check_real` (and its forms :func:`check_positive_real`,
+:func:`check_open_unit`), :func:`check_int`, :func:`check_bool` and :func:`check_choice` accept
+Python and numpy numbers of any size and never raise anything but :class:`AttnInputError`
+(a Python int beyond the float range included). Sizes: :func:`check_memory` refuses, before
+anything is allocated, a call whose working memory exceeds :data:`MAX_ALLOCATION_BYTES` (or
+the function's ``memory_budget``).
 """
 
 from __future__ import annotations

@@ -1257,6 +1257,30 @@ valid(
 raises(
     0, "write_dimacs", "comment=3", lambda: hd.write_dimacs(CLAUSES, 3, comment=3), word("comment")
 )
+raises(0, "sat_to_ov", "n_vars=41", lambda: hd.sat_to_ov(CLAUSES, 41), word("n_vars"))
+raises(0, "sat_to_ov", "clauses=str", lambda: hd.sat_to_ov("1 -2", 3), word("clauses"))
+valid(
+    0,
+    "sat_to_ov",
+    "preserves-the-answer",
+    lambda: hd.sat_to_ov(CLAUSES, 3),
+    lambda ab: (hd.brute_force_ov(*ab) is not None) == (hd.brute_force_sat(CLAUSES, 3) is not None),
+)
+valid(
+    0,
+    "write_dimacs",
+    "round-trip",
+    lambda: hd.read_dimacs(hd.write_dimacs(CLAUSES, 3, comment="two\nlines")),
+    lambda r: r == (CLAUSES, 3),
+)
+raises(0, "write_dimacs", "n_vars=0", lambda: hd.write_dimacs(CLAUSES, 0), word("n_vars"))
+raises(
+    0,
+    "riemann_from_gradient",
+    "grad_fn=None",
+    lambda: hd.riemann_from_gradient(Q, K, V, None, nodes=4),
+    word("grad_fn"),
+)
 raises(0, "brute_force_sat", "n_vars=31", lambda: hd.brute_force_sat(CLAUSES, 31), word("n_vars"))
 valid(
     0,

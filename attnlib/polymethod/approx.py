@@ -16,7 +16,10 @@ cost). With entries bounded by B and τ = 1/d this is ≤ B², the AS papers' lo
 the same plan back with its result.
 
 **Memory budget.** The factors need about ``(n+m)·(3r + 2d(d+1))`` doubles (U₁, V₁, one work
-array of the same size, and the thin products of the batched gradient). If that exceeds
+array of the same size, and the thin products of the batched gradient); this is the plan's
+``bytes_needed``. Each function then checks its own peak, :func:`peak_bytes`, which adds the
+products that do not shrink with n (r × d·d_v in the backward pass, r × d(d+1) in the
+gradient) and is checked against tracemalloc in the tests. If either exceeds
 ``memory_budget`` bytes (default :data:`MEMORY_BUDGET_BYTES` = 1 GiB) the call raises
 :class:`attnlib.AttnInputError` *before* allocating anything larger than the O((n+m)d) inputs:
 above the √log n threshold the rank explodes and the method is not worth running.
@@ -82,8 +85,9 @@ class ApproxPlan:
     Attributes: ``R`` (every logit lies in [−R, R]; :func:`logit_range` rounded up to a power
     of 2^(1/16), so that nearby inputs share one degree search), ``eps``, ``kind``, ``degree`` g,
     ``rank`` r = C(g+d, d), shapes ``n, m, d``, and ``bytes_needed`` = 8·(n+m)·(3r + 2d(d+1)),
-    the estimated peak in float64 (U₁, V₁, one work array of their size, and the thin
-    (d+1)·d-column products of the batched gradient).
+    the memory of the factors in float64 (U₁, V₁, one work array of their size, and the thin
+    (d+1)·d-column products of the batched gradient). The peak of a call, which also counts
+    the products with r rows, is :func:`peak_bytes`.
     """
 
     R: float
