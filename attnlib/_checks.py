@@ -36,7 +36,6 @@ __all__ = [
     "check_memory",
     "MAX_ALLOCATION_BYTES",
     "as_real_array",
-    "check_finite_result",
     "float_dtype",
     "check_qkv",
     "check_backward_inputs",
@@ -273,13 +272,6 @@ def as_real_array(name: str, a, *, ndim: int | None = 1) -> np.ndarray:
     if arr.dtype.kind in "iu":
         arr = arr.astype(np.float64)
     return as_float_array(name, arr, ndim=ndim)
-
-
-def check_finite_result(value, what: str):
-    """Raise :class:`AttnInputError` saying ``what`` overflowed if ``value`` is not finite."""
-    if not np.all(np.isfinite(value)):
-        raise AttnInputError(what)
-    return value
 
 
 def check_mask(mask, n: int, m: int) -> np.ndarray | None:

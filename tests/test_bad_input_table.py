@@ -982,6 +982,20 @@ bad_reals(0, "rounding_floor", "R", lambda v: pm.rounding_floor(v))
 bad_reals(0, "exp_poly", "eps", lambda v: pm.exp_poly(1.0, v), extra=[("one", 1.0)])
 raises(0, "exp_poly", "kind=None", lambda: pm.exp_poly(1.0, 1e-3, kind=None), word("kind"))
 raises(
+    12,
+    "exp_poly",
+    "kind=array",
+    lambda: pm.exp_poly(1.0, 1e-3, kind=np.array(["a", "b"])),
+    word("kind"),
+)
+raises(
+    12,
+    "approx_plan",
+    "kind=array",
+    lambda: pm.approx_plan(Q, K, eps=0.1, kind=np.array([1, 2])),
+    word("kind"),
+)
+raises(
     0,
     "least_degree",
     "out-of-reach",

@@ -44,6 +44,7 @@ import numpy as np
 from .._checks import (
     AttnInputError,
     as_float_array,
+    check_choice,
     check_cols,
     check_loss_inputs,
     check_open_unit,
@@ -152,9 +153,7 @@ def _max_row_norm(X) -> float:
 
 
 def _check_kind(kind) -> str:
-    if kind not in KINDS:
-        raise AttnInputError(f"kind must be one of {KINDS}, got {kind!r}")
-    return kind
+    return check_choice("kind", kind, KINDS)
 
 
 def _budget(memory_budget) -> int:

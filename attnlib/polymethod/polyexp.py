@@ -36,6 +36,7 @@ from numpy.polynomial import Chebyshev, Polynomial
 
 from .._checks import (
     AttnInputError,
+    check_choice,
     check_int,
     check_memory,
     check_open_unit,
@@ -69,9 +70,7 @@ _FLOOR_SLACK = 8.0
 
 
 def _check_kind(kind) -> str:
-    if kind not in KINDS:
-        raise AttnInputError(f"kind must be one of {KINDS}, got {kind!r}")
-    return kind
+    return check_choice("kind", kind, KINDS)
 
 
 def rounding_floor(R) -> float:
