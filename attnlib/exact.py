@@ -119,9 +119,8 @@ def _attention_forward(Q, K, V, *, scale=None, mask=None, names=("Q", "K", "scal
     lse[dead] = -np.inf
     # Normalise before multiplying by V: each row of P is a convex combination, so O stays
     # representable whenever V is (V entries near the float maximum included).
-    live = ~dead
-    E[live] /= row_sum[live, None]
-    E[dead] = 0
+    # A fully masked row has E = exp(-inf) = 0 and row sum 0: divide it by 1 and it stays 0.
+    E /= np.where(dead, 1, row_sum)[:, None]
     O = E @ V
     return O, lse
 
