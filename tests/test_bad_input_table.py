@@ -1893,9 +1893,12 @@ def test_guard_estimates_bound_measured_peaks(time_limit):
 
 
 @pytest.mark.skip(reason="compiled-kernel overflow contract")
-def test_compiled_kernel_overflow_contract(time_limit):
+def test_compiled_kernel_overflow_contract():
     """flash_forward/flash_backward follow the exact path's overflow contract, give the
-    representable answer for V of 1e308, and dispatch read-only inputs without compiling."""
+    representable answer for V of 1e308, and dispatch read-only inputs without compiling.
+
+    No per-case time limit: the first call may compile the kernels (about 25 s per dtype on
+    2 cores); the read-only calls themselves must take under 5 s."""
     from attnlib import fast
 
     message = r"the logits scale \* Q @ K\.T overflow float64: Q, K or scale is too large"
