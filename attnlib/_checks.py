@@ -3,6 +3,13 @@
 Every check raises :class:`AttnInputError`, a :class:`ValueError` whose message names
 the argument and says what was expected, e.g. ``K must have d=64 columns like Q, got 32``.
 The checks never copy or modify their inputs except to convert array-likes to arrays.
+
+Scalars: :func:`check_real` (and its forms :func:`check_positive_real`,
+:func:`check_open_unit`), :func:`check_int`, :func:`check_bool` and :func:`check_choice` accept
+Python and numpy numbers of any size and never raise anything but :class:`AttnInputError`
+(a Python int beyond the float range included). Sizes: :func:`check_memory` refuses, before
+anything is allocated, a call whose working memory exceeds :data:`MAX_ALLOCATION_BYTES` (or
+the function's ``memory_budget``).
 """
 
 from __future__ import annotations
@@ -21,8 +28,14 @@ __all__ = [
     "check_scale",
     "check_mask",
     "check_int",
+    "check_real",
     "check_positive_real",
     "check_open_unit",
+    "check_bool",
+    "check_choice",
+    "check_memory",
+    "MAX_ALLOCATION_BYTES",
+    "as_real_array",
     "float_dtype",
     "check_qkv",
     "check_backward_inputs",
@@ -121,36 +134,144 @@ def check_scale(scale, d: int) -> float:
     return check_positive_real("scale", scale)
 
 
+def check_real(
+    name: str,
+    value,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    open_minimum: bool = False,
+    open_maximum: bool = False,
+    expected: str | None = None,
+) -> float:
+    """Require a finite real number in the given range and return it as a float.
+
+    Python ints of any size, floats and numpy scalars are accepted; bools, strings, complex
+    numbers and NaN or infinite values are refused. A Python int too large for a float
+    (``10**400``) is refused with the same message, never an ``OverflowError``.
+    """
+    if expected is None:
+        parts = []
+        if minimum is not None:
+            parts.append(f"{'>' if open_minimum else '>='} {minimum:g}")
+        if maximum is not None:
+            parts.append(f"{'<' if open_maximum else '<='} {maximum:g}")
+        expected = "a finite real number" + (" " + " and ".join(parts) if parts else "")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
+    try:
+        v = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}") from None
+    if not math.isfinite(v):
+        raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
+    if minimum is not None and (v <= minimum if open_minimum else v < minimum):
+        raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
+    if maximum is not None and (v >= maximum if open_maximum else v > maximum):
+        raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
+    return v
+
+
 def check_positive_real(name: str, value) -> float:
     """Require a finite real number > 0 and return it as a float."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise AttnInputError(f"{name} must be a positive finite real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v <= 0:
-        raise AttnInputError(f"{name} must be a positive finite real number, got {value!r}")
-    return v
+    return check_real(
+        name, value, minimum=0.0, open_minimum=True, expected="a positive finite real number"
+    )
 
 
 def check_open_unit(name: str, value) -> float:
     """Require a real number strictly between 0 and 1 (an accuracy such as ``eps``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise AttnInputError(f"{name} must be a real number in (0, 1), got {value!r}")
-    v = float(value)
-    if not (0.0 < v < 1.0):
-        raise AttnInputError(f"{name} must be a real number in (0, 1), got {value!r}")
-    return v
+    return check_real(
+        name,
+        value,
+        minimum=0.0,
+        maximum=1.0,
+        open_minimum=True,
+        open_maximum=True,
+        expected="a real number in (0, 1)",
+    )
 
 
 def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Require an integer in ``[minimum, maximum]`` (numpy integers accepted, bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise AttnInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise AttnInputError(f"{name} must be an integer >= {minimum}, got {value!r:.60}")
     v = int(value)
     if v < minimum:
         raise AttnInputError(f"{name} must be an integer >= {minimum}, got {v}")
     if maximum is not None and v > maximum:
-        raise AttnInputError(f"{name} must be an integer <= {maximum}, got {v}")
+        raise AttnInputError(f"{name} must be an integer <= {maximum}, got {describe_int(v)}")
     return v
+
+
+def describe_int(v: int) -> str:
+    """An int for a message: digits up to 30 of them, else its order of magnitude."""
+    text = str(v) if v.bit_length() < 100 else None
+    if text is not None and len(text) <= 30:
+        return text
+    return f"~10^{int(v.bit_length() * math.log10(2))}"
+
+
+def check_bool(name: str, value) -> bool:
+    """Require a bool (Python or numpy); strings such as ``"no"`` and ints are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise AttnInputError(f"{name} must be a bool (True or False), got {value!r:.60}")
+    return bool(value)
+
+
+def check_choice(name: str, value, choices) -> str:
+    """Require one of ``choices`` (compared by equality, unhashable values refused)."""
+    try:
+        ok = any(isinstance(value, str) == isinstance(c, str) and value == c for c in choices)
+    except Exception:  # an array compared to a string, and the like
+        ok = False
+    if not ok:
+        raise AttnInputError(f"{name} must be one of {tuple(choices)}, got {value!r:.60}")
+    return value
+
+
+#: The most working memory one call allocates unless told otherwise (4 GiB): larger requests
+#: are refused before anything is allocated. Functions with a ``memory_budget`` use that.
+MAX_ALLOCATION_BYTES = 2**32
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.3g} {unit}"
+    return f"{int(b)} bytes"
+
+
+def check_memory(what: str, nbytes, *, budget=None, culprits: str = "") -> int:
+    """Refuse, before allocating, a call whose working memory ``nbytes`` exceeds ``budget``
+    (default :data:`MAX_ALLOCATION_BYTES`). ``what`` says what would be allocated and
+    ``culprits`` names the arguments that set its size, e.g. ``"n_clauses or n_vars"``.
+
+    ``nbytes`` is an exact int (no float overflow at any size). Returns it.
+    """
+    limit = MAX_ALLOCATION_BYTES if budget is None else budget
+    nbytes = int(nbytes)
+    if nbytes > limit:
+        size = _fmt_bytes(nbytes) if nbytes < 2**1000 else f"~2^{nbytes.bit_length()} bytes"
+        who = f"; {culprits} is too large" if culprits else ""
+        raise AttnInputError(
+            f"{what} would need {size}, over the limit of {_fmt_bytes(limit)}{who}"
+        )
+    return nbytes
+
+
+def as_real_array(name: str, a, *, ndim: int | None = 1) -> np.ndarray:
+    """Like :func:`as_float_array`, but integer arrays (not booleans) are accepted and
+    converted to float64 (e.g. a list ``[1, 2, 4]``)."""
+    if a is None:
+        raise AttnInputError(f"{name} must be an array, got None")
+    try:
+        arr = np.asarray(a)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"{name} must be convertible to a numeric array ({exc})") from exc
+    if arr.dtype.kind in "iu":
+        arr = arr.astype(np.float64)
+    return as_float_array(name, arr, ndim=ndim)
 
 
 def check_mask(mask, n: int, m: int) -> np.ndarray | None:

@@ -60,7 +60,13 @@ import numpy as np
 
 from . import iomodel as io
 from . import polymethod as pm
-from ._checks import AttnInputError, check_int, check_open_unit, check_positive_real
+from ._checks import (
+    AttnInputError,
+    check_int,
+    check_open_unit,
+    check_positive_real,
+    describe_int,
+)
 
 __all__ = [
     "METHODS",
@@ -232,6 +238,18 @@ def advise(
     balance = check_positive_real("flops_per_word", flops_per_word)
     slow_memory = check_int("slow_memory", slow_memory)
     R = B * B
+    if not math.isfinite(R):
+        raise AttnInputError(f"B must be at most 1.34e+154 (so that R = B² is finite), got {B!r}")
+    try:
+        return _advise(n, d, B, eps, M, balance, slow_memory, R)
+    except OverflowError:  # an int (n or d) too large for the float cost model
+        raise AttnInputError(
+            f"n={describe_int(n)} or d={describe_int(d)} is too large: the cost model's flop "
+            "counts overflow a float"
+        ) from None
+
+
+def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
     costs = []
     for method in ("exact", "flash", "smallcache"):
         flops = method_flops(method, n, d)
@@ -248,7 +266,14 @@ def advise(
     if g is None:
         costs.append(MethodCost("polynomial", 0.0, 0.0, 0.0, math.inf, False, note))
     else:
-        r = pm.feature_rank(d, g) if g > 0 else 1
+        try:
+            r = pm.feature_rank(d, g) if g > 0 else 1
+        except AttnInputError:  # a rank beyond 1e300: no array could hold the factors
+            r = None
+    if g is not None and r is None:
+        note = f"degree {g}: the rank C(g+d, d) exceeds 1e300"
+        costs.append(MethodCost("polynomial", 0.0, 0.0, math.inf, math.inf, False, note))
+    elif g is not None:
         flops = method_flops("polynomial", n, d, r)
         words = _polynomial_io(n, d, r, M)
         slow = 6.0 * n * r
@@ -259,6 +284,12 @@ def advise(
         cost = flops + balance * words if feasible else math.inf
         costs.append(MethodCost("polynomial", flops, words, slow, cost, feasible, note))
 
+    for c in costs:
+        if c.feasible and not math.isfinite(c.cost):
+            raise AttnInputError(
+                f"flops_per_word={balance:g} is too large: the cost of {c.method} "
+                f"({c.flops:.3g} flops + flops_per_word × {c.io:.3g} words) overflows a float"
+            )
     feasible = [c for c in costs if c.feasible]
     if not feasible:
         raise AttnInputError(
@@ -278,11 +309,24 @@ def advise(
     return Advice(best.method, n, d, B, eps, M, balance, slow_memory, R, g, r, tuple(costs), reason)
 
 
+def _sequence(name: str, values) -> list:
+    """A non-empty 1-D sequence (list, tuple or array) as a list of its items."""
+    if isinstance(values, (str, bytes, dict, set)) or not hasattr(values, "__len__"):
+        raise AttnInputError(f"{name} must be a non-empty sequence of numbers, got {values!r:.60}")
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise AttnInputError(f"{name} must be 1-dimensional, got shape {values.shape}")
+    values = list(values)
+    if not values:
+        raise AttnInputError(f"{name} must be a non-empty sequence of numbers, got []")
+    return values
+
+
 def decision_map(ns, Bs, *, d, eps, M, **machine) -> np.ndarray:
     """The recommended method over a grid: an integer array (len(Bs), len(ns)) of indices
     into :data:`METHODS` (row i is B = Bs[i], column j is n = ns[j]). ``machine`` passes
     ``flops_per_word`` and ``slow_memory`` to :func:`advise`."""
-    ns = [int(v) for v in ns]
+    ns = [check_int(f"ns[{j}]", v) for j, v in enumerate(_sequence("ns", ns))]
+    Bs = [check_positive_real(f"Bs[{i}]", v) for i, v in enumerate(_sequence("Bs", Bs))]
     out = np.empty((len(Bs), len(ns)), dtype=np.int64)
     for i, B in enumerate(Bs):
         for j, n in enumerate(ns):

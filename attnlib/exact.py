@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (
+    AttnInputError,
     check_backward_inputs,
     check_loss_inputs,
     check_mask,
@@ -30,12 +31,32 @@ __all__ = [
 ]
 
 
-def _scores(Q, K, scale, mask):
-    """S = τ QKᵀ with masked entries set to -inf."""
-    S = (Q @ K.T) * Q.dtype.type(scale)
+def _scores(Q, K, scale, mask, names=("Q", "K", "scale")):
+    """S = τ QKᵀ with masked entries set to -inf.
+
+    Raises :class:`AttnInputError` if a kept logit is not finite: finite inputs whose
+    logits overflow the dtype have no meaningful softmax (the compiled kernels raise the
+    same error). ``names`` are the arguments the message blames.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = (Q @ K.T) * Q.dtype.type(scale)
+    bad = ~np.isfinite(S)
+    if mask is not None:
+        bad &= mask
+    if bad.any():
+        a, b, c = names
+        raise AttnInputError(
+            f"the logits {_logit_formula(names)} overflow {Q.dtype}: {a}, {b} or {c} is too large"
+        )
     if mask is not None:
         S = np.where(mask, S, -np.inf).astype(Q.dtype, copy=False)
     return S
+
+
+def _logit_formula(names) -> str:
+    if tuple(names) == ("Q", "K", "scale"):
+        return "scale * Q @ K.T"
+    return "(A1 @ X) @ A2.T / d"
 
 
 def _probabilities(S, lse):
@@ -65,8 +86,19 @@ def attention_forward(Q, K, V, *, scale=None, mask=None):
     O : (n, d_v), in the inputs' common dtype
     lse : (n,), lse_i = log Σ_j exp(S_ij); -inf for a fully masked row, whose O row is 0
 
-    The max-subtracted softmax keeps logits of ±1e4 finite (FA1 Alg. 1, lines 10–12).
+    The max-subtracted softmax keeps logits of ±1e4 finite (FA1 Alg. 1, lines 10–12), and
+    P is normalised before it multiplies V, so O is representable whenever V is.
+
+    Raises
+    ------
+    AttnInputError
+        for invalid arguments, and when finite inputs make a kept logit of τ QKᵀ overflow.
     """
+    return _attention_forward(Q, K, V, scale=scale, mask=mask)
+
+
+def _attention_forward(Q, K, V, *, scale=None, mask=None, names=("Q", "K", "scale")):
+    """:func:`attention_forward`; ``names`` are the arguments an overflow blames."""
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
     m = K.shape[0]
@@ -75,7 +107,7 @@ def attention_forward(Q, K, V, *, scale=None, mask=None):
     dtype = float_dtype(Q, K, V)
     Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
 
-    S = _scores(Q, K, tau, mask)
+    S = _scores(Q, K, tau, mask, names)
     row_max = S.max(axis=1)
     dead = np.isneginf(row_max)  # fully masked rows
     shift = np.where(dead, 0, row_max)
@@ -85,10 +117,11 @@ def attention_forward(Q, K, V, *, scale=None, mask=None):
     with np.errstate(divide="ignore"):
         lse = (np.log(row_sum) + shift).astype(dtype, copy=False)
     lse[dead] = -np.inf
+    # Normalise before multiplying by V: each row of P is a convex combination, so O stays
+    # representable whenever V is (V entries near the float maximum included).
+    # A fully masked row has E = exp(-inf) = 0 and row sum 0: divide it by 1 and it stays 0.
+    E /= np.where(dead, 1, row_sum)[:, None]
     O = E @ V
-    live = ~dead
-    O[live] /= row_sum[live, None]
-    O[dead] = 0
     return O, lse
 
 
@@ -151,12 +184,39 @@ def attention_loss(X, A1, A2, A3, Y, E):
     Shapes: A₁ (n, d), A₂ and A₃ (m, d) (the paper has m = n), E (n, d), X and Y (d, d).
     X stands for W_Q W_Kᵀ and Y for W_V. The scale is 1/d, as in the AS papers.
     Computed stably: the softmax is that of :func:`attention_forward` with τ = 1/d.
+
+    Raises :class:`AttnInputError` for invalid arguments, and when finite inputs overflow
+    (the logits A₁XA₂ᵀ/d, the values A₃Y, or the loss itself).
     """
     X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
     d = A1.shape[1]
-    O, _ = attention_forward(A1 @ X, A2, A3 @ Y, scale=1.0 / d)
-    c = O - E
-    return float(0.5 * np.sum(c * c, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        Q, h = A1 @ X, A3 @ Y
+    _check_loss_logits(Q)
+    _check_values(h)
+    O, _ = _attention_forward(Q, A2, h, scale=1.0 / d, names=_LOSS_NAMES)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = O - E
+        loss = float(0.5 * np.sum(c * c, dtype=np.float64))
+    if not np.isfinite(loss):
+        raise AttnInputError("the loss overflows float64: A3, Y or E is too large")
+    return loss
+
+
+_LOSS_NAMES = ("A1", "X", "A2")
+
+
+def _check_loss_logits(S) -> None:
+    """A₁X or the logits (A₁X)A₂ᵀ/d must be finite (the contract of :func:`_scores`)."""
+    if not np.isfinite(S).all():
+        raise AttnInputError(
+            f"the logits {_logit_formula(_LOSS_NAMES)} overflow {S.dtype}: A1, X or A2 is too large"
+        )
+
+
+def _check_values(h) -> None:
+    if not np.isfinite(h).all():
+        raise AttnInputError(f"the values A3 @ Y overflow {h.dtype}: A3 or Y is too large")
 
 
 def attention_loss_grad(X, A1, A2, A3, Y, E):
@@ -175,17 +235,30 @@ def attention_loss_grad(X, A1, A2, A3, Y, E):
 
     The factor 1/d comes from the 1/d inside exp; AS24's Appendices B–C drop it
     (an erratum we found by finite differences; THEORY.md §1).
+
+    Raises :class:`AttnInputError` for invalid arguments, and when finite inputs overflow
+    (the logits A₁XA₂ᵀ/d, the values A₃Y, or the gradient itself).
     """
     X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
     d = A1.shape[1]
-    S = (A1 @ X @ A2.T) / A1.dtype.type(d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = (A1 @ X @ A2.T) / A1.dtype.type(d)
+    _check_loss_logits(S)
     S -= S.max(axis=1, keepdims=True)  # the softmax is shift-invariant; this keeps exp finite
     f = np.exp(S)
     f /= f.sum(axis=1, keepdims=True)
-    h = A3 @ Y
-    c = f @ h - E
-    q = c @ h.T
-    p1 = f * q
-    r = np.einsum("ij,ij->i", c, c + E)
-    p = p1 - r[:, None] * f
-    return (A1.T @ p @ A2) / A1.dtype.type(d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = A3 @ Y
+    _check_values(h)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = f @ h - E
+        q = c @ h.T
+        p1 = f * q
+        r = np.einsum("ij,ij->i", c, c + E)
+        p = p1 - r[:, None] * f
+        G = (A1.T @ p @ A2) / A1.dtype.type(d)
+    if not np.isfinite(G).all():
+        raise AttnInputError(
+            f"the gradient overflows {G.dtype}: the entries of A1, A2, A3, Y or E are too large"
+        )
+    return G

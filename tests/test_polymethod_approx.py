@@ -193,8 +193,11 @@ def test_bad_shapes_and_values(rng):
         pm.forward_error_bound(0.1, -1.0)
     with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
         pm.forward_error_bound(0.1, "1")
-    with pytest.raises(AttnInputError, match="logit range of Q and K overflows"):
+    # entries of 1e200 in Q alone give a finite (if hopeless) range, computed without overflow
+    with pytest.raises(AttnInputError, match=r"logit range R = 2\.575e\+200 .* too large"):
         pm.approx_attention(np.full((2, 3), 1e200), K[:2], V[:2], eps=0.1)
+    with pytest.raises(AttnInputError, match="logit range .* overflows a float: Q, K or scale"):
+        pm.approx_attention(np.full((2, 3), 1e200), np.full((2, 3), 1e200), V[:2], eps=0.1)
 
 
 def test_zero_inputs_are_handled(rng):

@@ -34,9 +34,12 @@ from numba import njit
 from .._checks import (
     AttnInputError,
     as_float_array,
+    check_bool,
     check_cols,
     check_int,
+    check_memory,
     check_positive_real,
+    check_real,
     check_rows,
     check_scale,
 )
@@ -55,6 +58,8 @@ __all__ = [
     "riemann_from_gradient",
 ]
 
+# planted_ov redraws all-zero rows of A at most this many times.
+_MAX_REDRAWS = 10_000
 # sat_to_ov lists 2^{N/2} half-assignments per side: keep the tables to ~1M rows.
 MAX_SAT_TO_OV_VARS = 40
 # brute_force_ov sweeps B in blocks of this many rows, small enough to stay in L1 cache.
@@ -69,6 +74,19 @@ _OV_BLOCK_ROWS = 256
 def _half_split(n_vars: int) -> int:
     """Number of variables in the first half: x_1..x_h go to A, x_{h+1}..x_N to B."""
     return n_vars // 2
+
+
+def _check_tables_fit(n_vars: int, n_clauses: int) -> None:
+    """Refuse before allocating: the two boolean tables, and the int64 and boolean
+    temporaries of the larger one (about 16 bytes per entry, measured)."""
+    h = _half_split(n_vars)
+    rows = (1 << h) + (1 << (n_vars - h))
+    larger = 1 << (n_vars - h)
+    check_memory(
+        "sat_to_ov's tables",
+        rows * n_clauses + 16 * larger * n_clauses + 8 * rows + 16 * n_clauses,
+        culprits="n_vars or the number of clauses",
+    )
 
 
 def _half_table(pos, neg, shift: int, n_half: int) -> np.ndarray:
@@ -102,6 +120,7 @@ def sat_to_ov(clauses, n_vars) -> tuple[np.ndarray, np.ndarray]:
     """
     n_vars = check_int("n_vars", n_vars, maximum=MAX_SAT_TO_OV_VARS)
     clauses = check_clauses(clauses, n_vars)
+    _check_tables_fit(n_vars, len(clauses))
     pos, neg = _clause_masks(clauses)
     h = _half_split(n_vars)
     A = _half_table(pos, neg, 0, h)
@@ -129,7 +148,10 @@ def _as_bool_matrix(name: str, X) -> np.ndarray:
     """A 2-D 0/1 matrix as a bool array: bool dtype, or integers that are all 0 or 1."""
     if X is None:
         raise AttnInputError(f"{name} must be a 2-D boolean (0/1) array, got None")
-    arr = np.asarray(X)
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"{name} must be a 2-D boolean (0/1) array ({exc})") from exc
     if arr.dtype == np.bool_:
         pass
     elif arr.dtype.kind in "iu":
@@ -227,13 +249,26 @@ def planted_ov(n, m, *, orthogonal: bool, seed, density: float = 0.5):
     density = check_positive_real("density", density)
     if density >= 1:
         raise AttnInputError(f"density must be in (0, 1), got {density!r}")
-    if not isinstance(orthogonal, (bool, np.bool_)):
-        raise AttnInputError(f"orthogonal must be a bool, got {orthogonal!r}")
+    check_bool("orthogonal", orthogonal)
+    # the float64 draw, A and B, A as int64, and its copy without row i (measured ~18 B/entry)
+    check_memory("planted_ov's (n, m) arrays", 32 * n * m, culprits="n or m")
+    if -math.expm1(m * math.log1p(-density)) < 1.0 / _MAX_REDRAWS:
+        raise AttnInputError(
+            f"density={density!r} is too small for m={m}: a row of m Bernoulli(density) bits "
+            "is nonzero with probability below 1e-4; raise density or m"
+        )
     rng = np.random.default_rng(seed)
     A = rng.random((n, m)) < density
-    while not A.any(axis=1).all():  # a zero row of A is orthogonal to everything: redraw it
+    for _ in range(_MAX_REDRAWS):  # a zero row of A is orthogonal to everything: redraw it
         zero = ~A.any(axis=1)
+        if not zero.any():
+            break
         A[zero] = rng.random((int(zero.sum()), m)) < density
+    else:
+        raise AttnInputError(
+            f"density={density!r} is too small for m={m}: rows of A keep coming out all zero "
+            f"after {_MAX_REDRAWS} redraws; raise density or m"
+        )
     B = np.empty((n, m), dtype=np.bool_)
     Ai = A.astype(np.int64)
 
@@ -271,6 +306,17 @@ def planted_ov(n, m, *, orthogonal: bool, seed, density: float = 0.5):
 # ---------------------------------------------------------------------------------------
 # OV → attention, entries Θ(log n)   [ours, THEORY.md §5]
 # ---------------------------------------------------------------------------------------
+
+
+def _entry_size(beta: float, tau: float) -> float:
+    """s = √(β/τ), the entry size for logits β at scale τ; refused if it overflows."""
+    s = math.sqrt(beta / tau)
+    if not math.isfinite(s):
+        raise AttnInputError(
+            f"scale={tau!r} is too small: the instance's entries √(β/scale) overflow "
+            f"(β = {beta:.3g})"
+        )
+    return s
 
 
 def _instance_size(na: int, nb: int) -> int:
@@ -319,7 +365,7 @@ def ov_to_attention(A, B, *, scale=None):
     tau = check_scale(scale, m)
     n = _instance_size(na, nb)
     beta = 3.0 * math.log(n)
-    s = math.sqrt(beta / tau)
+    s = _entry_size(beta, tau)
     Q = s * A.astype(np.float64)
     K = np.zeros((nb + n, m))
     K[:nb] = -s * B
@@ -344,6 +390,10 @@ def _check_gap(t, eps, m):
     eps = check_positive_real("eps", eps)
     if (1 + eps) * t > m:
         raise AttnInputError(f"t and eps must satisfy (1+eps)*t <= m={m}, got t={t!r}, eps={eps!r}")
+    if t + eps * t / 2 <= t:  # the mid level t' = t + εt/2 of the reduction must exceed t
+        raise AttnInputError(
+            f"eps={eps!r} is too small for t={t!r}: t + eps*t/2 rounds to t in double precision"
+        )
     return t, eps
 
 
@@ -370,8 +420,9 @@ def planted_gap_ann(n, m, t, eps, *, planted: bool, seed, max_tries: int = 1000)
     t, eps = _check_gap(t, eps, m)
     seed = check_int("seed", seed, minimum=0)
     max_tries = check_int("max_tries", max_tries)
-    if not isinstance(planted, (bool, np.bool_)):
-        raise AttnInputError(f"planted must be a bool, got {planted!r}")
+    check_bool("planted", planted)
+    # the float64 draw, A and B, and the int64 copies of _hamming (~26 B per entry)
+    check_memory("planted_gap_ann's (n, m) arrays", 32 * n * m, culprits="n or m")
     far = (1 + eps) * t
     rng = np.random.default_rng(seed)
     A = rng.random((n, m)) < 0.5
@@ -450,7 +501,7 @@ def gap_ann_to_attention(A, B, t, eps, *, scale=None):
     n = _instance_size(na, nb)
     t_mid = t + eps * t / 2
     beta = (2 * math.log(n) + 2) / (t_mid - t)
-    s = math.sqrt(beta / tau)
+    s = _entry_size(beta, tau)
     alpha = (m - t_mid) / m
     Q = s * np.hstack([A, ~A]).astype(np.float64)
     K = np.empty((nb + n, d))
@@ -519,12 +570,25 @@ def norm_derivative_from_gradient(Q, K, V, lam, grad_fn, *, scale=None) -> float
 
     See :func:`attention_from_gradient` for the embedding (AS24 Theorem E.5's proof).
     """
-    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.floating, np.integer)):
-        raise AttnInputError(f"lam must be a finite real number, got {lam!r}")
-    if not math.isfinite(float(lam)):
-        raise AttnInputError(f"lam must be a finite real number, got {lam!r}")
+    lam = check_real("lam", lam)
     _, fprime = _gradient_oracle(Q, K, V, grad_fn, scale)
-    return fprime(float(lam))
+    _check_lambda_logits(Q, K, V, lam, scale)
+    return fprime(lam)
+
+
+def _check_lambda_logits(Q, K, V, lam: float, scale) -> None:
+    """The embedded logits (A₁·λI)·A₂ᵀ, A₁ = τD·Q, must be finite, or the gradient oracle
+    cannot be asked (the loss raises, blaming its own arguments instead of lam)."""
+    Q = np.asarray(Q, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    D = max(Q.shape[1], np.shape(V)[1])
+    tau = check_scale(scale, Q.shape[1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite((lam * ((tau * D) * Q)) @ K.T).all()
+    if not finite:
+        raise AttnInputError(
+            f"lam={lam!r} is too large: the logits lam * scale * Q @ K.T overflow float64"
+        )
 
 
 def attention_from_gradient(Q, K, V, grad_fn, *, nodes=32, scale=None) -> float:

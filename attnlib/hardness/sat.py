@@ -13,11 +13,13 @@ SETH (AS24 Hypothesis 3.1, THEORY.md §5) is a statement about exactly this prob
 from __future__ import annotations
 
 import numbers
+import re
+from collections.abc import Mapping, Set
 
 import numpy as np
 from numba import njit
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, check_int, check_memory
 
 __all__ = [
     "check_clauses",
@@ -40,13 +42,13 @@ def check_clauses(clauses, n_vars) -> list[tuple[int, ...]]:
     legal (unsatisfiable) clause and is kept.
     """
     n_vars = check_int("n_vars", n_vars)
-    if isinstance(clauses, (str, bytes)) or not hasattr(clauses, "__iter__"):
-        raise AttnInputError(f"clauses must be a list of tuples of literals, got {clauses!r}")
+    if not _is_sequence(clauses):
+        raise AttnInputError(f"clauses must be a list of tuples of literals, got {clauses!r:.60}")
     out = []
     for c, clause in enumerate(clauses):
-        if isinstance(clause, (str, bytes)) or not hasattr(clause, "__iter__"):
+        if not _is_sequence(clause):
             raise AttnInputError(
-                f"clauses[{c}] must be a tuple of nonzero integer literals, got {clause!r}"
+                f"clauses[{c}] must be a tuple of nonzero integer literals, got {clause!r:.60}"
             )
         lits = []
         for lit in clause:
@@ -73,6 +75,16 @@ def check_clauses(clauses, n_vars) -> list[tuple[int, ...]]:
     return out
 
 
+def _is_sequence(x) -> bool:
+    """An ordered collection of items: not a string, mapping or set (whose iteration would
+    silently yield characters, keys or an arbitrary order)."""
+    if isinstance(x, (str, bytes, Mapping, Set)):
+        return False
+    if isinstance(x, np.ndarray):
+        return x.ndim == 1
+    return hasattr(x, "__iter__")
+
+
 def random_ksat(n_vars, n_clauses, k, *, seed) -> list[tuple[int, ...]]:
     """A uniformly random k-CNF formula: each clause has k distinct variables and random signs.
 
@@ -91,6 +103,12 @@ def random_ksat(n_vars, n_clauses, k, *, seed) -> list[tuple[int, ...]]:
     n_clauses = check_int("n_clauses", n_clauses)
     k = check_int("k", k, maximum=n_vars)
     seed = check_int("seed", seed, minimum=0)
+    # an (n_clauses, n_vars) float64 draw and its int64 argsort, then the list of tuples
+    check_memory(
+        "random_ksat's (n_clauses, n_vars) draw",
+        16 * n_clauses * n_vars + (64 + 40 * k) * n_clauses,
+        culprits="n_clauses or n_vars",
+    )
     rng = np.random.default_rng(seed)
     # k distinct variables per clause: the first k of a uniform random permutation
     variables = np.sort(rng.random((n_clauses, n_vars)).argsort(axis=1)[:, :k], axis=1) + 1
@@ -176,6 +194,11 @@ def write_dimacs(clauses, n_vars, *, comment: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: DIMACS integers: ASCII digits with an optional sign (int() would also accept "1_0" and
+#: non-ASCII digits such as Arabic-Indic or full-width ones).
+_DECIMAL = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
 def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
     """Parse DIMACS CNF text; return ``(clauses, n_vars)``.
 
@@ -203,12 +226,11 @@ def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
                 raise AttnInputError(
                     f"text line {lineno}: header must be 'p cnf <n_vars> <n_clauses>', got {line!r}"
                 )
-            try:
-                n_vars, n_declared = int(parts[2]), int(parts[3])
-            except ValueError:
+            if not (_DECIMAL.fullmatch(parts[2]) and _DECIMAL.fullmatch(parts[3])):
                 raise AttnInputError(
                     f"text line {lineno}: header counts must be integers, got {line!r}"
-                ) from None
+                )
+            n_vars, n_declared = int(parts[2]), int(parts[3])
             if n_vars < 1 or n_declared < 1:
                 raise AttnInputError(
                     f"text line {lineno}: header needs n_vars >= 1 and n_clauses >= 1, got {line!r}"
@@ -217,12 +239,9 @@ def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
         if n_vars is None:
             raise AttnInputError(f"text line {lineno}: clause before the 'p cnf' header")
         for tok in line.split():
-            try:
-                lit = int(tok)
-            except ValueError:
-                raise AttnInputError(
-                    f"text line {lineno}: literal must be an integer, got {tok!r}"
-                ) from None
+            if not _DECIMAL.fullmatch(tok):
+                raise AttnInputError(f"text line {lineno}: literal must be an integer, got {tok!r}")
+            lit = int(tok)
             if lit == 0:
                 clauses.append(tuple(current))
                 current = []

@@ -8,8 +8,9 @@ expressions and reports the ratio band, never claims the expression itself is at
 from __future__ import annotations
 
 import math
+import sys
 
-from .._checks import check_int
+from .._checks import AttnInputError, check_bool, check_int
 
 __all__ = [
     "matmul_lower_bound",
@@ -17,6 +18,25 @@ __all__ = [
     "backward_lower_bound",
     "sparse_lower_bound",
 ]
+
+
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
+
+
+def _over(num: int, M: int, power: float) -> float:
+    """num / M**power for ints of any size: the float expression where it fits, else by
+    logarithms (inf when the quotient itself is beyond the float range)."""
+    try:
+        return num / M if power == 1 else num / math.sqrt(M)
+    except OverflowError:  # an int beyond the float range
+        log_q = math.log(num) - power * math.log(M)
+        return math.inf if log_q > _LOG_FLOAT_MAX else math.exp(log_q)
+
+
+def _finite(value: float, names: str) -> float:
+    if not math.isfinite(value):
+        raise AttnInputError(f"the bound overflows a float: {names} too large")
+    return value
 
 
 def matmul_lower_bound(m: int, k: int, p: int, M: int) -> float:
@@ -27,7 +47,7 @@ def matmul_lower_bound(m: int, k: int, p: int, M: int) -> float:
     """
     m, k, p = (check_int(name, v) for name, v in (("m", m), ("k", k), ("p", p)))
     M = check_int("M", M)
-    return m * k * p / math.sqrt(M)
+    return _finite(_over(m * k * p, M, 0.5), "m, k and p are")
 
 
 def forward_lower_bound(n: int, d: int, M: int) -> float:
@@ -38,7 +58,7 @@ def forward_lower_bound(n: int, d: int, M: int) -> float:
     at M = d², where both equal n²; the minimum is the tighter expression everywhere.
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    return min(n * n * d * d / M, n * n * d / math.sqrt(M))
+    return _finite(min(_over(n * n * d * d, M, 1), _over(n * n * d, M, 0.5)), "n and d are")
 
 
 def backward_lower_bound(n: int, d: int, M: int, *, lower_order: bool = False) -> float:
@@ -51,9 +71,11 @@ def backward_lower_bound(n: int, d: int, M: int, *, lower_order: bool = False) -
     whenever n ≥ d.
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    if lower_order:
-        return min((n * n * d * d + n * d**3) / M, (n * n * d + n * d * d) / math.sqrt(M))
-    return min(n * n * d * d / M, n * n * d / math.sqrt(M))
+    if check_bool("lower_order", lower_order):
+        large, small = n * n * d * d + n * d**3, n * n * d + n * d * d
+    else:
+        large, small = n * n * d * d, n * n * d
+    return _finite(min(_over(large, M, 1), _over(small, M, 0.5)), "n and d are")
 
 
 def sparse_lower_bound(z_in: int, z_qk: int, M: int) -> float:
@@ -65,4 +87,9 @@ def sparse_lower_bound(z_in: int, z_qk: int, M: int) -> float:
     recovers :func:`forward_lower_bound`. No matching upper bound is known.
     """
     z_in, z_qk, M = check_int("z_in", z_in), check_int("z_qk", z_qk), check_int("M", M)
-    return min(z_in * z_in / M, z_in * math.sqrt(z_qk) / math.sqrt(M))
+    try:
+        dense = z_in * math.sqrt(z_qk) / math.sqrt(M)
+    except OverflowError:
+        log_q = math.log(z_in) + 0.5 * (math.log(z_qk) - math.log(M))
+        dense = math.inf if log_q > _LOG_FLOAT_MAX else math.exp(log_q)
+    return _finite(min(_over(z_in * z_in, M, 1), dense), "z_in and z_qk are")

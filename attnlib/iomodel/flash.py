@@ -45,6 +45,7 @@ from .._checks import (
     check_backward_inputs,
     check_int,
     check_mask,
+    check_memory,
     check_qkv,
     check_scale,
     float_dtype,
@@ -195,6 +196,12 @@ def fa1_blocks(d: int, M: int) -> tuple[int, int]:
     return min(c, d), c
 
 
+def _check_required_blocks(blocks):
+    if blocks is None:
+        raise AttnInputError("blocks must be a pair (B_r, B_c) of positive ints, got None")
+    return _check_blocks(blocks)
+
+
 def _check_blocks(blocks):
     if blocks is None:
         return None
@@ -223,12 +230,15 @@ def flash_block_mask(mask, blocks) -> np.ndarray:
     """The (T_r, T_c) block pattern of an element mask: block (i, j) is True iff it keeps at
     least one entry. ``mask`` is boolean (n, m); ``blocks`` is (B_r, B_c) of the pass (from
     :func:`flash_forward_blocks` or :func:`flash_backward_blocks`)."""
-    arr = np.asarray(mask)
+    try:
+        arr = np.asarray(mask)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"mask must be a boolean array ({exc})") from exc
     if arr.dtype != np.bool_ or arr.ndim != 2 or arr.size == 0:
         raise AttnInputError(
             f"mask must be a non-empty 2-dimensional boolean array, got {arr.dtype} {arr.shape}"
         )
-    B_r, B_c = _check_blocks(blocks)
+    B_r, B_c = _check_required_blocks(blocks)
     n, m = arr.shape
     rows = np.add.reduceat(arr, np.arange(0, n, B_r), axis=0)
     return np.add.reduceat(rows, np.arange(0, m, B_c), axis=1) > 0
@@ -238,15 +248,22 @@ def expand_block_mask(block_mask, n: int, m: int, blocks) -> np.ndarray:
     """The (n, m) element mask of a (T_r, T_c) block mask: every entry of block (i, j) takes
     the block's value. Use it to compare a block-sparse run with exact attention."""
     n, m = check_int("n", n), check_int("m", m)
-    B_r, B_c = _check_blocks(blocks)
+    B_r, B_c = _check_required_blocks(blocks)
+    if block_mask is None:
+        raise AttnInputError("block_mask must be a boolean (T_r, T_c) array, got None")
     bm = _check_block_mask(block_mask, n, m, B_r, B_c)
+    # the result is n×m booleans, plus the n×T_c array repeated along the rows first
+    check_memory("expand_block_mask's (n, m) mask", n * m + n * bm.shape[1], culprits="n or m")
     return np.repeat(np.repeat(bm, _sizes(n, B_r), axis=0), _sizes(m, B_c), axis=1)
 
 
 def _check_block_mask(block_mask, n, m, B_r, B_c):
     if block_mask is None:
         return None
-    arr = np.asarray(block_mask)
+    try:
+        arr = np.asarray(block_mask)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"block_mask must be a boolean array ({exc})") from exc
     shape = (-(-n // B_r), -(-m // B_c))
     if arr.dtype != np.bool_:
         raise AttnInputError(f"block_mask must have a boolean dtype, got dtype {arr.dtype}")

@@ -41,7 +41,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._checks import AttnInputError, as_float_array, check_int
+from .._checks import (
+    FLOAT_DTYPES,
+    AttnInputError,
+    as_float_array,
+    check_int,
+    check_memory,
+    check_real,
+)
 
 __all__ = ["TwoLevelMemory", "IOCount", "CapacityError", "MachineError", "Op"]
 
@@ -192,6 +199,8 @@ class TwoLevelMemory:
         """Allocate a zero-filled output array in slow memory. Not I/O."""
         self._check_new_name(name)
         shape = self._check_shape("shape", shape)
+        dtype = _check_dtype(dtype)
+        check_memory(f"zeros {name!r}", _words(shape) * dtype.itemsize, culprits="shape")
         self._slow[name] = np.zeros(shape, dtype=dtype)
 
     def get(self, name: str) -> np.ndarray:
@@ -222,7 +231,7 @@ class TwoLevelMemory:
         arr = self._array(name)
         rows, cols, index = self._index(name, arr, rows, cols)
         target = arr[index].shape
-        block = np.asarray(block)
+        block = _check_block(block)
         if block.shape != target:
             raise MachineError(
                 f"store into {name}[{_fmt(rows)}, {_fmt(cols)}]: block has shape "
@@ -239,7 +248,13 @@ class TwoLevelMemory:
         """Fast scratch space of ``shape`` (int or tuple), filled with ``fill``. Not I/O.
         Raises :class:`CapacityError` if it does not fit next to the live blocks."""
         shape = self._check_shape("shape", shape)
+        dtype = _check_dtype(dtype)
+        if isinstance(fill, float) and np.isinf(fill):  # -inf starts a running maximum
+            fill = float(fill)
+        else:
+            fill = check_real("fill", fill, expected="a real number (or ±inf)")
         words = _words(shape)
+        check_memory(f"alloc {shape}", words * dtype.itemsize, culprits="shape")
         self._reserve(words, f"alloc {shape}")
         block = np.full(shape, fill, dtype=dtype)
         self._live[id(block)] = (block, words, None)
@@ -252,6 +267,10 @@ class TwoLevelMemory:
         an array this machine did not hand out (a view, a temporary), raises
         :class:`MachineError`."""
         for block in blocks:
+            if not isinstance(block, np.ndarray):
+                raise AttnInputError(
+                    f"blocks must be arrays returned by load or alloc, got {type(block).__name__}"
+                )
             entry = self._live.pop(id(block), None)
             if entry is None or entry[0] is not block:
                 if entry is not None:  # an id collision with another live block: put it back
@@ -328,6 +347,28 @@ class TwoLevelMemory:
             return rows, None, slice(*rows)
         cols = (0, arr.shape[1]) if cols is None else _range(name, "cols", cols, arr.shape[1])
         return rows, cols, (slice(*rows), slice(*cols))
+
+
+def _check_dtype(dtype) -> np.dtype:
+    """The machine holds float32 or float64 words."""
+    try:
+        dt = np.dtype(dtype) if dtype is not None else None
+    except TypeError:
+        dt = None
+    if dt is None or dt not in FLOAT_DTYPES:
+        raise AttnInputError(f"dtype must be float32 or float64, got {dtype!r:.60}")
+    return dt
+
+
+def _check_block(block) -> np.ndarray:
+    """A block to store: a real numeric array (complex, strings and objects refused)."""
+    try:
+        arr = np.asarray(block)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"block must be a numeric array ({exc})") from exc
+    if arr.dtype.kind not in "fiub":
+        raise AttnInputError(f"block must be a real numeric array, got dtype {arr.dtype}")
+    return arr
 
 
 def _range(name: str, what: str, r, extent: int) -> tuple[int, int]:

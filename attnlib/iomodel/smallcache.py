@@ -56,13 +56,14 @@ _BACKWARD_TILES, _BACKWARD_VECTORS = 4, 2
 
 
 def _largest_tile(M: int, tiles: int, vectors: int) -> int:
-    """The largest b >= 0 with tiles·b² + vectors·b <= M (the positive root, floored)."""
-    b = int((-vectors + math.sqrt(vectors * vectors + 4 * tiles * M)) / (2 * tiles))
-    while tiles * (b + 1) ** 2 + vectors * (b + 1) <= M:  # guard against rounding
-        b += 1
-    while b > 0 and tiles * b * b + vectors * b > M:
-        b -= 1
-    return b
+    """The largest b >= 0 with tiles·b² + vectors·b <= M, in exact integer arithmetic.
+
+    tiles·b² + vectors·b <= M  ⇔  (2·tiles·b + vectors)² <= vectors² + 4·tiles·M, and the
+    left side is an integer, so 2·tiles·b + vectors <= isqrt(vectors² + 4·tiles·M). Exact
+    for every M, with no float rounding to correct and no overflow.
+    """
+    root = math.isqrt(vectors * vectors + 4 * tiles * M)
+    return max(0, (root - vectors) // (2 * tiles))
 
 
 def _tile_for(M, tiles: int, vectors: int, who: str) -> int:

@@ -41,7 +41,10 @@ import numpy as np
 from .._checks import (
     AttnInputError,
     as_float_array,
+    as_real_array,
+    check_bool,
     check_int,
+    check_memory,
     check_positive_real,
     check_shape,
 )
@@ -199,6 +202,10 @@ def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = N
     if not isinstance(primary, AttentionKernel):
         raise AttnInputError(f"primary must be an AttentionKernel, got {type(primary).__name__}")
     fallback = exact_kernel() if fallback is None else fallback
+    if not isinstance(fallback, AttentionKernel):
+        raise AttnInputError(
+            f"fallback must be an AttentionKernel or None, got {type(fallback).__name__}"
+        )
     kernel = AttentionKernel(f"{primary.name}, else {fallback.name}", None, None)
 
     def run(which, *args):
@@ -282,12 +289,12 @@ class AttentionStack:
         first = layers[0]
         if not isinstance(first, dict) or "Wq" not in first:
             raise AttnInputError("layers[0] must be a dict with keys Wq, bq, Wk, ...")
-        D = np.asarray(first["Wq"]).shape[0]
+        D = as_float_array("layers[0]['Wq']", first["Wq"]).shape[0]
         if D % self.n_heads:
             raise AttnInputError(f"n_heads must divide the model width D={D}, got {n_heads}")
         self.ffn = "W1" in first
         keys = _LAYER_KEYS + (_FFN_KEYS if self.ffn else ())
-        F = np.asarray(first["W1"]).shape[1] if self.ffn else 0
+        F = as_float_array("layers[0]['W1']", first["W1"]).shape[1] if self.ffn else 0
         shapes = {k: (D, D) for k in ("Wq", "Wk", "Wv", "Wo")}
         shapes.update({k: (D,) for k in ("bq", "bk", "bv", "bo", "ln1_g", "ln1_b")})
         if self.ffn:
@@ -370,8 +377,8 @@ class AttentionStack:
         (``hidden[0]`` = dX, ``hidden[L]`` = dY).
         """
         _check_kernel(kernel)
+        n = self._check_caches(caches)
         dY = as_float_array("dY", dY)
-        n = caches[0]["x"].shape[0] if caches else 0
         check_shape("dY", dY, (n, self.D), "(n, D) like the stack's output")
         grads = [None] * len(self.layers)
         g = dY.astype(np.float64, copy=True)
@@ -411,6 +418,25 @@ class AttentionStack:
             return g, grads, hidden[::-1]
         return g, grads
 
+    def _check_caches(self, caches) -> int:
+        """``caches`` must be what :meth:`forward` returned: one dict per layer. Returns n."""
+        keys = ("x", "Q", "K", "V", "ctx", "ln1") + (
+            ("ln2", "h1", "gz", "dgelu") if self.ffn else ()
+        )
+        if not isinstance(caches, list) or len(caches) != self.n_layers:
+            raise AttnInputError(
+                f"caches must be the list of {self.n_layers} layer caches returned by forward, "
+                f"got {type(caches).__name__}"
+                + (f" of length {len(caches)}" if isinstance(caches, list) else "")
+            )
+        for i, c in enumerate(caches):
+            if not isinstance(c, dict) or set(keys) - set(c):
+                raise AttnInputError(f"caches[{i}] must be a layer cache returned by forward")
+        x = caches[0]["x"]
+        if not isinstance(x, np.ndarray) or x.ndim != 2 or x.shape[1] != self.D:
+            raise AttnInputError("caches[0] must be a layer cache returned by forward")
+        return x.shape[0]
+
     def loss_and_grads(self, X, G, kernel: AttentionKernel = EXACT):
         """loss = ⟨stack(X), G⟩ and its gradients (dX, grads), both passes with ``kernel``."""
         X = self._check_x(X)
@@ -433,6 +459,24 @@ def _flat(grads) -> np.ndarray:
 def _rel(a, b) -> float:
     nb = float(np.linalg.norm(b))
     return float(np.linalg.norm(a - b)) / nb if nb > 0 else float(np.linalg.norm(a))
+
+
+def _check_reference(reference, stack) -> None:
+    """``reference`` must be an :func:`exact_reference` result: (dX, grads, hidden)."""
+    ok = (
+        isinstance(reference, tuple)
+        and len(reference) == 3
+        and isinstance(reference[0], np.ndarray)
+        and isinstance(reference[1], list)
+        and len(reference[1]) == stack.n_layers
+        and isinstance(reference[2], list)
+        and len(reference[2]) == stack.n_layers + 1
+    )
+    if not ok:
+        raise AttnInputError(
+            "reference must be the (dX, grads, hidden) tuple returned by exact_reference, got "
+            f"{type(reference).__name__}"
+        )
 
 
 def exact_reference(stack: AttentionStack, X, G):
@@ -459,6 +503,7 @@ def gradient_errors(
     """
     if reference is None:
         reference = exact_reference(stack, X, G)
+    _check_reference(reference, stack)
     _check_kernel(kernel)
     X = stack._check_x(X)
     G = as_float_array("G", G)
@@ -493,7 +538,12 @@ def random_stack(
     D = check_int("D", D)
     n_heads = check_int("n_heads", n_heads)
     seed = check_int("seed", seed, minimum=0)
+    ffn = check_bool("ffn", ffn)
     s = check_positive_real("weight_scale", weight_scale)
+    # float64 weights: 4D² + 6D per layer, + 8D² + 9D with the FFN, twice while the stack
+    # converts them
+    per_layer = 4 * D * D + 6 * D + (8 * D * D + 9 * D if ffn else 0)
+    check_memory("random_stack's weights", 2 * 8 * L * per_layer, culprits="D or L")
     rng = np.random.default_rng(seed)
     layers = []
     for _ in range(L):
@@ -569,7 +619,7 @@ def classify_growth(errors, *, flat_within: float = 2.0) -> Growth:
     smallest relative distance of a consulted statistic from its threshold: a caller that must
     get the same answer on every machine checks that it is far above the errors' rounding noise.
     """
-    e = as_float_array("errors", errors, ndim=1)
+    e = as_real_array("errors", errors, ndim=1)
     if e.size < 3 or (e <= 0).any():
         raise AttnInputError(f"errors must hold at least 3 positive numbers, got {e.tolist()}")
     flat_within = check_positive_real("flat_within", flat_within)
@@ -579,7 +629,13 @@ def classify_growth(errors, *, flat_within: float = 2.0) -> Growth:
     b, a2 = np.polyfit(k, le, 1)
     res_pow = float(np.sum((le - (a1 + p * np.log(k))) ** 2))
     res_geo = float(np.sum((le - (a2 + b * k)) ** 2))
-    ratio, factor = float(e[-1] / e[0]), float(np.exp(b))
+    with np.errstate(over="ignore"):
+        ratio, factor = float(e[-1] / e[0]), float(np.exp(b))
+    if not (math.isfinite(ratio) and math.isfinite(factor)):
+        raise AttnInputError(
+            "errors span too many orders of magnitude: e_L/e_1 or the per-layer factor "
+            f"overflows a float (errors from {e.min():.3g} to {e.max():.3g})"
+        )
     spread = float(e.max() / e.min())
 
     def gap(x: float, threshold: float) -> float:

@@ -165,6 +165,74 @@ def _layer_norm(x, gamma, beta, eps):
     return xc / np.sqrt(var + eps) * gamma + beta
 
 
+_WORD_TABLE = "embeddings.word_embeddings.weight"
+_LAYER_TENSORS = (
+    "attention.self.query.weight",
+    "attention.self.query.bias",
+    "attention.self.key.weight",
+    "attention.self.key.bias",
+    "attention.self.value.weight",
+    "attention.self.value.bias",
+    "attention.output.dense.weight",
+    "attention.output.dense.bias",
+    "attention.output.LayerNorm.weight",
+    "attention.output.LayerNorm.bias",
+    "intermediate.dense.weight",
+    "intermediate.dense.bias",
+    "output.dense.weight",
+    "output.dense.bias",
+    "output.LayerNorm.weight",
+    "output.LayerNorm.bias",
+)
+
+
+def _required_tensors(config: BertConfig) -> dict:
+    """Every tensor the forward pass reads, with its shape (BERT's PyTorch orientation)."""
+    D, F = config.hidden, config.intermediate
+    shapes = {
+        _WORD_TABLE: (config.vocab_size, D),
+        "embeddings.position_embeddings.weight": (config.max_positions, D),
+        "embeddings.token_type_embeddings.weight": None,
+        "embeddings.LayerNorm.weight": (D,),
+        "embeddings.LayerNorm.bias": (D,),
+    }
+    per_layer = dict.fromkeys(_LAYER_TENSORS, (D,))
+    per_layer.update({k: (D, D) for k in _LAYER_TENSORS if k.endswith("weight") and "self" in k})
+    per_layer["attention.output.dense.weight"] = (D, D)
+    per_layer["intermediate.dense.weight"] = (F, D)
+    per_layer["intermediate.dense.bias"] = (F,)
+    per_layer["output.dense.weight"] = (D, F)
+    for layer in range(config.n_layers):
+        shapes.update({f"encoder.layer.{layer}.{k}": v for k, v in per_layer.items()})
+    return shapes
+
+
+def _check_weights(weights, config: BertConfig) -> None:
+    if not isinstance(weights, dict):
+        raise AttnInputError(
+            f"weights must be a dict of named arrays (from model.safetensors), got "
+            f"{type(weights).__name__}"
+        )
+    for name, shape in _required_tensors(config).items():
+        if name not in weights:
+            raise AttnInputError(f"weights is missing the tensor {name!r}")
+        arr = np.asarray(weights[name])
+        if arr.dtype.kind != "f" or (shape is not None and arr.shape != shape):
+            want = f"shape {shape}" if shape is not None else "a float array"
+            raise AttnInputError(
+                f"weights[{name!r}] must be a float array of {want}, got dtype {arr.dtype} "
+                f"and shape {arr.shape}"
+            )
+        if not np.isfinite(arr).all():
+            raise AttnInputError(f"weights[{name!r}] must be finite (no NaN or inf)")
+
+
+def _read_only_view(arr: np.ndarray) -> np.ndarray:
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 (or any BERT encoder with the same tensor names) in numpy.
 
@@ -173,19 +241,26 @@ class MiniLM:
     """
 
     def __init__(self, weights: dict, tokenizer, config: BertConfig):
+        if not isinstance(config, BertConfig):
+            raise AttnInputError(f"config must be a BertConfig, got {type(config).__name__}")
+        for method in ("encode", "encode_batch", "token_to_id"):
+            if not callable(getattr(tokenizer, method, None)):
+                raise AttnInputError(
+                    f"tokenizer must be a tokenizers.Tokenizer (with .{method}), got "
+                    f"{type(tokenizer).__name__}"
+                )
+        _check_weights(weights, config)
         self.config = config
         self._tok = tokenizer
         # The 30522×384 word table stays float32 (rows are cast when looked up); the rest is
-        # cast once to float64 so every product below is float64.
-        self._word = np.asarray(weights["embeddings.word_embeddings.weight"])
+        # cast once to float64 so every product below is float64. The model keeps read-only
+        # *views*: the caller's arrays (and their flags) are never changed.
+        self._word = _read_only_view(np.asarray(weights[_WORD_TABLE]))
         self._w = {
-            k: np.asarray(v, dtype=np.float64)
+            k: _read_only_view(np.asarray(v, dtype=np.float64))
             for k, v in weights.items()
-            if k != "embeddings.word_embeddings.weight" and v.dtype.kind == "f"
+            if k != _WORD_TABLE and np.asarray(v).dtype.kind == "f"
         }
-        for arr in self._w.values():
-            arr.flags.writeable = False
-        self._word.flags.writeable = False
 
     # -- tokenizer -----------------------------------------------------------------------
 
@@ -402,6 +477,10 @@ def corpus_chunks(model: MiniLM, n: int, *, count: int | None = None) -> np.ndar
     Each row is [CLS] + n − 2 consecutive corpus tokens + [SEP], the windows disjoint and in
     order. ``count`` defaults to as many full windows as the corpus holds.
     """
+    if not isinstance(model, MiniLM):
+        raise AttnInputError(
+            f"model must be a MiniLM (from load_minilm()), got {type(model).__name__}"
+        )
     n = check_int("n", n, minimum=3, maximum=model.config.max_positions)
     body = model.token_ids(load_corpus())
     per = n - 2

@@ -16,7 +16,10 @@ cost). With entries bounded by B and τ = 1/d this is ≤ B², the AS papers' lo
 the same plan back with its result.
 
 **Memory budget.** The factors need about ``(n+m)·(3r + 2d(d+1))`` doubles (U₁, V₁, one work
-array of the same size, and the thin products of the batched gradient). If that exceeds
+array of the same size, and the thin products of the batched gradient); this is the plan's
+``bytes_needed``. Each function then checks its own peak, :func:`peak_bytes`, which adds the
+products that do not shrink with n (r × d·d_v in the backward pass, r × d(d+1) in the
+gradient) and is checked against tracemalloc in the tests. If either exceeds
 ``memory_budget`` bytes (default :data:`MEMORY_BUDGET_BYTES` = 1 GiB) the call raises
 :class:`attnlib.AttnInputError` *before* allocating anything larger than the O((n+m)d) inputs:
 above the √log n threshold the rank explodes and the method is not worth running.
@@ -34,7 +37,6 @@ Hence ‖Õ − O‖_max ≤ (2ε/(1−ε)) · ‖V‖_max, row by row (plus rou
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,16 +44,18 @@ import numpy as np
 from .._checks import (
     AttnInputError,
     as_float_array,
+    check_choice,
     check_cols,
     check_loss_inputs,
     check_open_unit,
     check_positive_real,
+    check_real,
     check_rows,
     check_scale,
     check_shape,
     float_dtype,
 )
-from .features import feature_rank, poly_features, rowwise_kron
+from .features import feature_rank, poly_features, poly_features_bytes, rowwise_kron
 from .polyexp import KINDS, exp_poly, least_degree
 
 __all__ = [
@@ -72,6 +76,7 @@ MEMORY_BUDGET_BYTES = 2**30
 _MIN_RANGE = 1e-12
 _WORK_ARRAYS = 3  # U₁, V₁ and one work array of the same size
 _RANGE_STEPS = 16  # R is rounded up to a power of 2^(1/16)
+_TINY = np.finfo(np.float64).tiny
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,9 @@ class ApproxPlan:
     Attributes: ``R`` (every logit lies in [−R, R]; :func:`logit_range` rounded up to a power
     of 2^(1/16), so that nearby inputs share one degree search), ``eps``, ``kind``, ``degree`` g,
     ``rank`` r = C(g+d, d), shapes ``n, m, d``, and ``bytes_needed`` = 8·(n+m)·(3r + 2d(d+1)),
-    the estimated peak in float64 (U₁, V₁, one work array of their size, and the thin
-    (d+1)·d-column products of the batched gradient).
+    the memory of the factors in float64 (U₁, V₁, one work array of their size, and the thin
+    (d+1)·d-column products of the batched gradient). The peak of a call, which also counts
+    the products with r rows, is :func:`peak_bytes`.
     """
 
     R: float
@@ -103,9 +109,14 @@ class ApproxPlan:
 def forward_error_bound(eps, V_max) -> float:
     """The bound ‖Õ − O‖_max ≤ 2ε/(1−ε) · ‖V‖_max derived in the module docstring."""
     eps = check_open_unit("eps", eps)
-    if isinstance(V_max, bool) or not isinstance(V_max, numbers.Real) or not 0 <= V_max < math.inf:
-        raise AttnInputError(f"V_max must be a finite number >= 0, got {V_max!r}")
-    return 2.0 * eps / (1.0 - eps) * float(V_max)
+    V_max = check_real("V_max", V_max, minimum=0.0, expected="a finite number >= 0")
+    bound = 2.0 * eps / (1.0 - eps) * V_max
+    if not math.isfinite(bound):
+        raise AttnInputError(
+            f"the bound 2·eps/(1−eps)·V_max overflows a float: V_max={V_max:g} is too large "
+            f"at eps={eps:g}"
+        )
+    return bound
 
 
 def logit_range(Q, K, *, scale) -> float:
@@ -117,15 +128,32 @@ def logit_range(Q, K, *, scale) -> float:
     K = as_float_array("K", K)
     check_cols("K", K, Q.shape[1], "Q")
     tau = check_positive_real("scale", scale)
-    qn = float(np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64).max()))
-    kn = float(np.sqrt(np.einsum("ij,ij->i", K, K, dtype=np.float64).max()))
-    return tau * qn * kn
+    qn, kn = _max_row_norm(Q), _max_row_norm(K)
+    with np.errstate(over="ignore"):
+        R = tau * qn * kn
+    if not math.isfinite(R):
+        raise AttnInputError(
+            "the logit range scale·max‖Qᵢ‖·max‖Kⱼ‖ overflows a float: Q, K or scale is too large"
+        )
+    return R
+
+
+def _max_row_norm(X) -> float:
+    """maxᵢ‖Xᵢ‖₂; rows are rescaled by their largest entry only if the squares overflow."""
+    with np.errstate(over="ignore", under="ignore"):
+        square = float(np.einsum("ij,ij->i", X, X, dtype=np.float64).max())
+    if math.isfinite(square) and (square >= _TINY or not X.any()):
+        return math.sqrt(square)
+    # the squares overflow, or underflow into subnormals: scale each row by its largest entry
+    X = X.astype(np.float64)
+    top = np.abs(X).max(axis=1, keepdims=True)
+    top[top == 0] = 1.0
+    with np.errstate(over="ignore"):
+        return float((np.sqrt(np.einsum("ij,ij->i", X / top, X / top)) * top[:, 0]).max())
 
 
 def _check_kind(kind) -> str:
-    if kind not in KINDS:
-        raise AttnInputError(f"kind must be one of {KINDS}, got {kind!r}")
-    return kind
+    return check_choice("kind", kind, KINDS)
 
 
 def _budget(memory_budget) -> int:
@@ -164,6 +192,49 @@ def _plan(Q, K, tau, eps, kind, memory_budget) -> ApproxPlan:
             "Use a larger eps, smaller entries, or raise memory_budget"
         )
     return ApproxPlan(R=R, eps=eps, kind=kind, degree=g, rank=r, n=n, m=m, d=d, bytes_needed=need)
+
+
+def peak_bytes(plan: ApproxPlan, which: str, d_v: int | None = None) -> int:
+    """Peak working memory, in bytes, of one approximate call with this plan's shapes.
+
+    ``which`` is ``"forward"`` (:func:`approx_attention`), ``"backward"``
+    (:func:`approx_attention_backward`) or ``"loss_grad"`` (:func:`approx_attention_loss_grad`);
+    ``d_v`` defaults to d. Everything is float64: the float64 copies of the inputs, the
+    feature map (:func:`~attnlib.polymethod.features.poly_features_bytes`), and the largest
+    products after it: V₁ᵀV and Õ (forward); the r × d·d_v product W of the Hadamard trick
+    next to its (rows × d·d_v) factors (backward); the (n + m) × (d+1)·d batched factors and
+    their two r × (d+1)·d products (gradient). These last terms do not shrink with n, so for
+    small n they dominate (tested against tracemalloc).
+    """
+    n, m, d, r = plan.n, plan.m, plan.d, plan.rank
+    dv = d if d_v is None else d_v
+    rows = max(n, m)
+    features = poly_features_bytes(n, m, d, plan.degree)
+    inputs = 8 * (n * d + m * d + m * dv + n * dv)
+    if which == "forward":
+        after = 8 * (r * dv + n * dv + n)
+    elif which == "backward":
+        k = d * dv
+        after = 8 * (r * k + 2 * rows * k + 3 * rows * max(d, dv) + 2 * r * max(d, dv))
+    elif which == "loss_grad":
+        k = (d + 1) * d
+        after = 8 * ((n + m) * k + rows * d * d + 2 * r * k + 2 * (n + m) * d + d * d)
+    else:
+        raise AttnInputError(f"which must be 'forward', 'backward' or 'loss_grad', got {which!r}")
+    return inputs + features + after
+
+
+def _check_peak(plan: ApproxPlan, which: str, d_v, memory_budget) -> None:
+    """Refuse the call before the feature map is built if its peak exceeds the budget."""
+    need = peak_bytes(plan, which, d_v)
+    budget = _budget(memory_budget)
+    if need > budget:
+        raise AttnInputError(
+            f"the polynomial method at rank r = {plan.rank} (degree {plan.degree}, n={plan.n}, "
+            f"m={plan.m}, d={plan.d}) would need about {need / 2**20:.1f} MiB at its peak, "
+            f"over memory_budget = {budget / 2**20:.1f} MiB. Use a larger eps, smaller "
+            "entries, or raise memory_budget"
+        )
 
 
 def _check_qk(Q, K):
@@ -228,6 +299,7 @@ def approx_attention(
     check_rows("V", V, K.shape[0], "K")
     tau = check_scale(scale, Q.shape[1])
     plan = _plan(Q, K, tau, eps, kind, memory_budget)
+    _check_peak(plan, "forward", V.shape[1], memory_budget)
     U1, V1 = _factors(Q, K, tau, plan)
     O = U1 @ (V1.T @ V.astype(np.float64))
     O = O.astype(float_dtype(Q, K, V), copy=False)
@@ -294,6 +366,7 @@ def approx_attention_backward(
     check_shape("dO", dO, (n, V.shape[1]), "(n, d_v)")
     tau = check_scale(scale, d)
     plan = _plan(Q, K, tau, eps, kind, memory_budget)
+    _check_peak(plan, "backward", V.shape[1], memory_budget)
     dtype = float_dtype(Q, K, V, dO)
     Q64, K64, V64, dO64 = (a.astype(np.float64, copy=False) for a in (Q, K, V, dO))
 
@@ -380,7 +453,11 @@ def approx_attention_loss_grad(
 
     Returns the (d, d) gradient in the inputs' dtype, or ``(G, plan)``. Equal (to rounding)
     to ``A1.T @ approx_attention_backward(A1 @ X, A2, A3 @ Y, c̃, eps=eps, scale=1/d)[0]``.
+    Raises :class:`attnlib.AttnInputError` for invalid inputs, a logit range out of reach at
+    eps, or a peak memory (:func:`peak_bytes`) over ``memory_budget``.
     """
+    plan = loss_plan(X, A1, A2, eps=eps, kind=kind, memory_budget=memory_budget)
+    _check_peak(plan, "loss_grad", None, memory_budget)
     A1, A2, U1, V1, h, c, r, d, plan, dtype = _loss_parts(
         X, A1, A2, A3, Y, E, eps, kind, memory_budget
     )

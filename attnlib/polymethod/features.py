@@ -20,8 +20,6 @@ multi-indices), and the peak memory is U, V and one gathered block.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._checks import (
@@ -29,8 +27,10 @@ from .._checks import (
     as_float_array,
     check_cols,
     check_int,
+    check_memory,
     check_positive_real,
     check_rows,
+    describe_int,
     float_dtype,
 )
 
@@ -43,18 +43,50 @@ __all__ = [
 ]
 
 
+#: Ranks are refused beyond this: no array has that many columns, and every rank below it
+#: converts to a finite float.
+MAX_RANK = 10**300
+
+
+def _binomial(N: int, k: int, names: str) -> int:
+    """C(N, k) exactly, in O(min(k, N − k)) steps, or AttnInputError once it passes MAX_RANK.
+
+    C(N, i) grows with i up to N/2, so the loop stops after at most ~1000 steps whatever N."""
+    k = min(k, N - k)
+    c = 1
+    for i in range(k):
+        c = c * (N - i) // (i + 1)  # = C(N, i + 1), exact
+        if c > MAX_RANK:
+            raise AttnInputError(
+                f"{names} too large: the rank C({describe_int(N)}, {describe_int(k)}) exceeds "
+                "1e300, far beyond any array (and beyond the float range)"
+            )
+    return c
+
+
 def feature_rank(d, g) -> int:
-    """r = C(g+d, d): the number of multi-indices α ∈ ℕ^d with |α| ≤ g (the width of U, V)."""
+    """r = C(g+d, d): the number of multi-indices α ∈ ℕ^d with |α| ≤ g (the width of U, V).
+
+    Raises :class:`attnlib.AttnInputError` for invalid d or g, or if r > 10³⁰⁰."""
     d = check_int("d", d)
     g = check_int("g", g, minimum=0)
-    return math.comb(g + d, d)
+    return _binomial(g + d, d, "d and g are")
 
 
 def as23_rank_bound(d, g) -> int:
-    """AS23's looser count of the feature dimension: C(2(g+d), 2g) ≥ C(g+d, d)."""
+    """AS23's looser count of the feature dimension: C(2(g+d), 2g) ≥ C(g+d, d).
+
+    Raises :class:`attnlib.AttnInputError` for invalid d or g, or if it exceeds 10³⁰⁰."""
     d = check_int("d", d)
     g = check_int("g", g, minimum=0)
-    return math.comb(2 * (g + d), 2 * g)
+    return _binomial(2 * (g + d), 2 * g, "d and g are")
+
+
+def _tree_bytes(d: int, g: int) -> int:
+    """Peak bytes of :func:`_graded_tree`: three int64/float64 arrays per monomial kept, and
+    about eight more of the last degree's size while it is built."""
+    last = _binomial(g + d - 1, g, "d and g are") if g else 1
+    return 24 * _binomial(g + d, d, "d and g are") + 64 * last
 
 
 def _graded_tree(d: int, g: int):
@@ -90,6 +122,9 @@ def multi_indices(d, g) -> np.ndarray:
     """
     d = check_int("d", d)
     g = check_int("g", g, minimum=0)
+    r = feature_rank(d, g)
+    # the degree blocks and their concatenation, int64 (r, d) each, and the index tree
+    check_memory("multi_indices' (r, d) table", 16 * r * d + _tree_bytes(d, g), culprits="d or g")
     out = [np.zeros((1, d), dtype=np.int64)]
     prev = out[0]
     for parent, last, _ in _graded_tree(d, g):
@@ -127,8 +162,30 @@ def _coefficients(poly) -> np.ndarray:
             ) from exc
     else:
         coef = poly
-    coef = as_float_array("poly coefficients", np.asarray(coef, dtype=np.float64), ndim=1)
-    return coef
+    if isinstance(coef, (str, bytes)):
+        raise AttnInputError(
+            f"poly must be a numpy Polynomial or a 1-D sequence of coefficients, got {coef!r:.60}"
+        )
+    try:
+        coef = np.asarray(coef, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise AttnInputError(
+            f"poly must be a numpy Polynomial or a 1-D sequence of real coefficients ({exc})"
+        ) from None
+    return as_float_array("poly coefficients", coef, ndim=1)
+
+
+def poly_features_bytes(n: int, m: int, d: int, g: int, itemsize: int = 8) -> int:
+    """Peak bytes of :func:`poly_features`: U (n, r) and V (m, r), the index tree, the two
+    gathered (rows × N_g) blocks of the top degree (N_g = C(g+d−1, g) monomials), and
+    numpy's ufunc buffers for the strided products (256 KiB)."""
+    r = feature_rank(d, g)
+    top = _binomial(g + d - 1, g, "d and g are") if g else 1
+    gathered = 2 * max(n, m) * top * itemsize
+    return (n + m) * r * itemsize + gathered + _tree_bytes(d, g) + _UFUNC_BUFFERS
+
+
+_UFUNC_BUFFERS = 2**18
 
 
 def poly_features(Q, K, poly, *, scale):
@@ -157,6 +214,11 @@ def poly_features(Q, K, poly, *, scale):
     dtype = float_dtype(Q, K)
     d = Q.shape[1]
     g = coef.size - 1
+    check_memory(
+        "poly_features' U and V",
+        poly_features_bytes(Q.shape[0], K.shape[0], d, g, dtype.itemsize),
+        culprits="the degree of poly or the width d of Q",
+    )
     blocks = _graded_tree(d, g)
     r = 1 + sum(parent.size for parent, _, _ in blocks)
     U = np.empty((Q.shape[0], r), dtype=dtype)
@@ -181,4 +243,8 @@ def rowwise_kron(A, B) -> np.ndarray:
     B = as_float_array("B", B)
     check_rows("B", B, A.shape[0], "A", what="n")
     n = A.shape[0]
+    itemsize = np.result_type(A, B).itemsize
+    check_memory(
+        "rowwise_kron's (n, a·b) product", n * A.shape[1] * B.shape[1] * itemsize, culprits="A or B"
+    )
     return (A[:, :, None] * B[:, None, :]).reshape(n, A.shape[1] * B.shape[1])

@@ -39,12 +39,20 @@ from __future__ import annotations
 
 import functools
 import math
-from decimal import Decimal, localcontext
+import sys
+from decimal import Decimal, InvalidOperation, Overflow, localcontext
 
 import numpy as np
 from numpy.polynomial import Polynomial
 
-from .._checks import AttnInputError, check_int, check_open_unit, check_positive_real
+from .._checks import (
+    AttnInputError,
+    check_choice,
+    check_int,
+    check_memory,
+    check_open_unit,
+    check_positive_real,
+)
 
 __all__ = [
     "KINDS",
@@ -76,9 +84,7 @@ FLOOR_FACTOR = 10.0
 
 
 def _check_kind(kind) -> str:
-    if kind not in KINDS:
-        raise AttnInputError(f"kind must be one of {KINDS}, got {kind!r}")
-    return kind
+    return check_choice("kind", kind, KINDS)
 
 
 def rounding_floor(R) -> float:
@@ -158,6 +164,9 @@ def _chebyshev_interpolant(R: float, g: int) -> tuple[float, ...]:
     N = g + 1
     with localcontext() as ctx:
         ctx.prec = 40 + (2 * g) // 5
+        # A range too large for double precision gives inf or NaN coefficients (refused by the
+        # callers), not a decimal exception.
+        ctx.traps[Overflow] = ctx.traps[InvalidOperation] = False
         R_dec = Decimal(R)
         pi = _decimal_pi()
         t = [_decimal_cos(pi * (2 * j + 1) / (2 * N)) for j in range(N)]
@@ -193,7 +202,14 @@ def exp_poly_of_degree(R, g, *, kind: str = "chebyshev") -> Polynomial:
     """
     R = check_positive_real("R", R)
     g = check_int("g", g, minimum=0, maximum=_MAX_DEGREE)
-    return _build(R, g, _check_kind(kind))
+    with np.errstate(over="ignore", invalid="ignore"):
+        poly = _build(R, g, _check_kind(kind))
+    if not np.isfinite(poly.coef).all():
+        raise AttnInputError(
+            f"R={R:g} is too large for a degree-{g} {kind} polynomial of exp in double "
+            "precision: its coefficients overflow"
+        )
+    return poly
 
 
 def _grid(R: float, points: int) -> np.ndarray:
@@ -208,11 +224,18 @@ def max_relative_error(poly, R, *, points: int = CHECK_POINTS) -> float:
     R = check_positive_real("R", R)
     if not callable(poly):
         raise AttnInputError(f"poly must be a callable polynomial, got {type(poly).__name__}")
-    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
-        raise AttnInputError(f"points must be an integer >= 2, got {points!r}")
+    points = check_int("points", points, minimum=2)
+    # the grid, the polynomial's values and about four temporaries of the same length
+    check_memory("max_relative_error's grid", 6 * 8 * points, culprits="points")
     x = _grid(R, points)
     with np.errstate(over="ignore", invalid="ignore"):
-        rel = np.abs(np.asarray(poly(x), dtype=np.float64) * np.exp(-x) - 1.0)
+        values = np.asarray(poly(x))
+        if values.shape != x.shape or values.dtype.kind not in "fiu":
+            raise AttnInputError(
+                f"poly must return one real value per point, shape {x.shape}; got shape "
+                f"{values.shape} dtype {values.dtype}"
+            )
+        rel = np.abs(values.astype(np.float64) * np.exp(-x) - 1.0)
     if not np.isfinite(rel).all():
         return math.inf
     return float(rel.max())
@@ -300,5 +323,7 @@ def aa22_degree(R, eps) -> float:
     R = check_positive_real("R", R)
     eps = check_open_unit("eps", eps)
     B = 2.0 * R
+    if not math.isfinite(B):
+        raise AttnInputError(f"R must be at most {sys.float_info.max / 2:.3g}, got {R!r}")
     L = math.log(1.0 / eps)
     return max(B, L / math.log(max(L / B, math.e)))
