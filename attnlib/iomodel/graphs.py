@@ -34,6 +34,7 @@ __all__ = [
     "attention_dv_graph",
     "evaluate_graph",
     "least_feasible_M",
+    "trivial_io_bound",
 ]
 
 _OPS = {"input": 0, "add": None, "mul": None, "exp": 1, "div": 2, "expsub": 2}
@@ -150,6 +151,19 @@ def least_feasible_M(G: ComputationGraph) -> int:
     """
     G = check_graph(G)
     return 1 + max(len(p) for p in G.preds)
+
+
+def trivial_io_bound(G: ComputationGraph) -> int:
+    """The I/O every schedule pays: one read of each input that some output depends on and
+    one write of each output (inputs start only in slow memory, outputs must end there).
+    A lower bound with constant 1 for every M; equal to Q(G, M) once M holds the whole
+    graph. Raises AttnInputError if G is not a graph."""
+    G = check_graph(G)
+    needed = set(G.outputs)
+    for v in range(G.n - 1, -1, -1):
+        if v in needed:
+            needed.update(G.preds[v])
+    return sum(1 for v in G.inputs if v in needed) + len(G.outputs)
 
 
 class _Builder:

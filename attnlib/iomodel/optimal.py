@@ -155,12 +155,17 @@ class _Search:
         for v in range(n):
             anc[v] = (1 << v) | (0 if not G.preds[v] else _or(anc[u] for u in G.preds[v]))
         self.anc_out = [(o, anc[o]) for o in G.outputs]
+        self._alive: dict[int, int] = {}
         self.is_output = [False] * n
         for o in G.outputs:
             self.is_output[o] = True
 
     def alive(self, B: int) -> int:
-        return _or(a for o, a in self.anc_out if not (B >> o) & 1)
+        done = B & self.outputs  # only the outputs' blue pebbles decide what is still needed
+        live = self._alive.get(done)
+        if live is None:
+            live = self._alive[done] = _or(a for o, a in self.anc_out if not (B >> o) & 1)
+        return live
 
     def h(self, R: int, B: int, C: int) -> float:
         """Admissible, consistent lower bound on the remaining I/O (module docstring)."""
@@ -255,7 +260,10 @@ class _Search:
                         R1 = (R if x is None else R & ~(1 << x)) | (1 << v)
                         B1 = B | (1 << v) if op == "compute+write" else B
                         C1 = C | (1 << v) if (op != "read" and not self.recompute) else C
-                        R2, B2, C2, dropped = self.canon(R1, B1, C1)
+                        if B1 == B:  # nothing became dead: the state is already canonical
+                            R2, B2, C2, dropped = R1, B1, C1, 0
+                        else:
+                            R2, B2, C2, dropped = self.canon(R1, B1, C1)
                         nk = (R2, B2, C2)
                         g1 = g + cost
                         if g1 >= g_best.get(nk, math.inf):
