@@ -422,7 +422,7 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
 
 def schedule_segments(G: ComputationGraph, moves, M: int) -> list[dict]:
     """Cut a schedule into consecutive segments of M I/Os (the last may have fewer), as in
-    the proof of Hong and Kung's partition lemma (HK81 Lemma 3.1; SY24 Lemma 2.5).
+    the proof of Hong and Kung's partition lemma (HK81).
 
     For segment i, with V_i the vertices first computed in it (each computed vertex belongs
     to the segment of its first computation):
