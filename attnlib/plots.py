@@ -557,6 +557,100 @@ def matmul_io_figure(m: int, k: int, p: int, *, M: int, tile: int | None = None,
     return fig
 
 
+# ---------------------------------------------------------------------------------------
+# Part I/O, lower bounds (Chapter 5): an optimal schedule cut into Hong–Kung segments
+# ---------------------------------------------------------------------------------------
+
+
+def _graph_layout(G):
+    """Vertex positions: x = depth (longest path from an input), y = rank within its depth."""
+    depth = [0] * G.n
+    for v, p in enumerate(G.preds):
+        depth[v] = 1 + max((depth[u] for u in p), default=-1)
+    pos, seen = {}, {}
+    for v in range(G.n):
+        pos[v] = (depth[v], seen.get(depth[v], 0))
+        seen[depth[v]] = seen.get(depth[v], 0) + 1
+    return {v: (x, (seen[x] - 1) / 2 - y) for v, (x, y) in pos.items()}
+
+
+def partition_figure(G, segments, M: int, *, title: str | None = None):
+    """Hong and Kung's partition of a schedule, one panel per segment of M I/Os.
+
+    ``segments`` is :func:`attnlib.iomodel.optimal.schedule_segments`'s list. In each panel
+    the graph is drawn by depth (inputs on the left); the vertices first computed in the
+    segment are filled, the **dominator** (red at the start or read during the segment) is
+    ringed in red, and the **minimum set** (computed vertices with no successor computed in
+    the same segment) is marked with a green square. Returns the figure.
+    """
+    if not segments:
+        raise ValueError("partition_figure needs at least one segment")
+    pos = _graph_layout(G)
+    cols = min(len(segments), 3)
+    rows = -(-len(segments) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    xs = np.array([pos[v][0] for v in range(G.n)])
+    ys = np.array([pos[v][1] for v in range(G.n)])
+    for i, ax in enumerate(axes.flat):
+        if i >= len(segments):
+            ax.axis("off")
+            continue
+        seg = segments[i]
+        for v, p in enumerate(G.preds):
+            for u in p:
+                ax.plot([xs[u], xs[v]], [ys[u], ys[v]], color="#bbbbbb", lw=0.8, zorder=1)
+        computed = list(seg["computed"])
+        others = [v for v in range(G.n) if v not in set(computed)]
+        ax.scatter(xs[others], ys[others], s=70, color="white", edgecolors="#999999", zorder=2)
+        ax.scatter(xs[computed], ys[computed], s=70, color="#1f77b4", zorder=3, label="computed")
+        dom = list(seg["dominator"])
+        ax.scatter(
+            xs[dom],
+            ys[dom],
+            s=190,
+            facecolors="none",
+            edgecolors="#d62728",
+            lw=1.6,
+            zorder=4,
+            label="dominator",
+        )
+        mins = list(seg["minimum"])
+        ax.scatter(
+            xs[mins],
+            ys[mins],
+            s=34,
+            marker="s",
+            color="#2ca02c",
+            zorder=5,
+            label="minimum set",
+        )
+        for v in range(G.n):
+            ax.annotate(
+                G.names[v],
+                (xs[v], ys[v]),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=6,
+                color="#444444",
+            )
+        ax.set_title(
+            f"segment {i + 1}: {seg['io']} I/Os, |dominator| = {len(dom)}, |minimum| = {len(mins)}",
+            fontsize=8,
+        )
+        ax.set_xlabel("depth (longest path from an input)", fontsize=8)
+        ax.set_yticks([])
+        ax.set_xticks(range(int(xs.max()) + 1))
+        ax.grid(False)
+        ax.set_ylim(ys.min() - 0.8, ys.max() + 1.0)
+    handles, _ = axes.flat[0].get_legend_handles_labels()
+    names = ["computed in the segment", "dominator set", "minimum set"]
+    fig.legend(handles, names, loc="outside upper center", ncol=3, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
 # ------------------------------------------------------------------ the decision map (ch. 9)
 # (issue 7: the evidence chapter; appended by the evidence helper)
 

@@ -84,3 +84,48 @@ def naive_loss_grad(X, A1, A2, A3, Y, E):
             dS = p * (float(c[i] @ V[j]) - D)
             G += dS * np.outer(A1[i], A2[j]) / d
     return G
+
+
+def naive_pebble_optimum(preds, inputs, outputs, M, *, recompute=True):
+    """Q(G, M) by plain 0-1 breadth-first search over every pebble configuration, with the
+    game's four moves exactly as defined (read, write, compute, delete; reads and writes
+    cost 1) and no pruning at all. ``preds[v]`` lists v's predecessors; inputs start blue;
+    the game ends when every output is blue. With ``recompute=False`` the state also holds
+    the set of vertices computed so far, and none is computed twice. Returns None if no
+    schedule exists. Exponential: graphs of about 8 vertices only."""
+    from collections import deque
+
+    n = len(preds)
+    start = (frozenset(), frozenset(inputs), frozenset())
+    dist = {start: 0}
+    queue = deque([start])
+    outputs = frozenset(outputs)
+    while queue:
+        state = queue.popleft()
+        red, blue, done = state
+        g = dist[state]
+        if outputs <= blue:
+            return g
+        nxt = []
+        for v in range(n):
+            if v in red:
+                nxt.append((1, (red, blue | {v}, done)))  # write
+                nxt.append((0, (red - {v}, blue, done)))  # delete red
+            elif len(red) < M:
+                if v in blue:
+                    nxt.append((1, (red | {v}, blue, done)))  # read
+                if v not in inputs and all(u in red for u in preds[v]):
+                    if recompute or v not in done:
+                        nxt.append((0, (red | {v}, blue, done | {v})))  # compute
+            if v in blue and v not in inputs:
+                nxt.append((0, (red, blue - {v}, done)))  # delete blue
+        for cost, s in nxt:
+            if recompute:  # the computed set matters only when recomputing is forbidden
+                s = (s[0], s[1], frozenset())
+            if g + cost < dist.get(s, math.inf):
+                dist[s] = g + cost
+                if cost:
+                    queue.append(s)
+                else:
+                    queue.appendleft(s)
+    return None

@@ -3,13 +3,16 @@
 Every algorithm here runs on :class:`TwoLevelMemory`, which counts each word moved between
 a fast memory of M words and the slow memory, and has a closed-form twin (``*_count``)
 that the tests require to agree with the simulation exactly. The lower bounds are in
-:mod:`attnlib.iomodel.bounds`.
+:mod:`attnlib.iomodel.bounds`; the exact optimum of the red-blue pebble game on small
+computation graphs (:mod:`~attnlib.iomodel.graphs`) is in :mod:`attnlib.iomodel.optimal`,
+and our own schedules as game moves in :mod:`attnlib.iomodel.pebbling`.
 """
 
 from .bounds import (
     backward_lower_bound,
     forward_lower_bound,
     matmul_lower_bound,
+    matmul_sharp_lower_bound,
     sparse_lower_bound,
 )
 from .flash import (
@@ -31,6 +34,16 @@ from .flash import (
     standard_forward,
     standard_forward_count,
 )
+from .graphs import (
+    ComputationGraph,
+    attention_dv_graph,
+    attention_forward_graph,
+    evaluate_graph,
+    inner_product_graph,
+    least_feasible_M,
+    matmul_graph,
+    trivial_io_bound,
+)
 from .machine import CapacityError, IOCount, MachineError, Op, TwoLevelMemory
 from .matmul import (
     matmul_tile_size,
@@ -39,6 +52,15 @@ from .matmul import (
     tiled_matmul,
     tiled_matmul_count,
 )
+from .optimal import (
+    MAX_VERTICES,
+    OptimalSchedule,
+    is_dominator,
+    optimal_io,
+    replay_schedule,
+    schedule_segments,
+)
+from .pebbling import loop_order_moves, tiled_matmul_moves
 from .smallcache import (
     smallcache_backward,
     smallcache_backward_count,
@@ -86,4 +108,21 @@ __all__ = [
     "forward_lower_bound",
     "backward_lower_bound",
     "sparse_lower_bound",
+    "matmul_sharp_lower_bound",
+    "ComputationGraph",
+    "inner_product_graph",
+    "matmul_graph",
+    "attention_forward_graph",
+    "attention_dv_graph",
+    "evaluate_graph",
+    "least_feasible_M",
+    "trivial_io_bound",
+    "MAX_VERTICES",
+    "OptimalSchedule",
+    "optimal_io",
+    "replay_schedule",
+    "schedule_segments",
+    "is_dominator",
+    "tiled_matmul_moves",
+    "loop_order_moves",
 ]

@@ -1,8 +1,10 @@
-"""I/O lower bounds as formulas, with no hidden constant (THEORY.md §3).
+"""I/O lower bounds as formulas.
 
-Each function returns the bound's leading expression as a float. The papers prove
-Ω(·) statements, so a constant factor is free: the book compares counted I/O against these
-expressions and reports the ratio band, never claims the expression itself is attained.
+Most functions return the leading expression of an Ω(·) statement, with the constant set to
+1 because the papers state none: comparing a count with such an expression measures the
+count's constant, it does not test the bound. :func:`matmul_sharp_lower_bound` is the one
+bound here with its constant, the leading term 2mkp/√M (Smith et al. 2019; Kwasniewski
+et al. 2019). The exact optimum on small graphs is in :mod:`attnlib.iomodel.optimal`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from .._checks import AttnInputError, check_bool, check_int
 
 __all__ = [
     "matmul_lower_bound",
+    "matmul_sharp_lower_bound",
     "forward_lower_bound",
     "backward_lower_bound",
     "sparse_lower_bound",
@@ -40,14 +43,28 @@ def _finite(value: float, names: str) -> float:
 
 
 def matmul_lower_bound(m: int, k: int, p: int, M: int) -> float:
-    """Hong–Kung bound for standard m×k by k×p matrix multiplication: mkp/√M.
+    """Hong–Kung bound for standard m×k by k×p matrix multiplication: mkp/√M, constant 1.
 
-    HK81 (red-blue pebble game), restated as SY24 Theorem 2.3 / Lemma 3.4: any schedule on a
-    machine with M words of fast memory performs Ω(mkp/√M) I/Os.
+    HK81 Corollary 6.2, restated as SY24 Lemma 3.6: any schedule of the standard algorithm
+    on a machine with M words of fast memory performs Ω(mkp/√M) I/Os. Raises
+    AttnInputError for sizes or M below 1.
     """
     m, k, p = (check_int(name, v) for name, v in (("m", m), ("k", k), ("p", p)))
     M = check_int("M", M)
     return _finite(_over(m * k * p, M, 0.5), "m, k and p are")
+
+
+def matmul_sharp_lower_bound(m: int, k: int, p: int, M: int) -> float:
+    """The sharp leading term of the matmul bound: 2mkp/√M.
+
+    Smith, Lowery, Langou and van de Geijn (2019) and Kwasniewski et al. (2019) prove
+    I/O lower bounds for standard m×k by k×p multiplication whose leading term is 2mkp/√M,
+    attained up to lower-order terms; their exact statements carry lower-order terms that
+    this function leaves out. Raises AttnInputError for sizes or M below 1.
+    """
+    m, k, p = (check_int(name, v) for name, v in (("m", m), ("k", k), ("p", p)))
+    M = check_int("M", M)
+    return 2 * m * k * p / math.sqrt(M)
 
 
 def forward_lower_bound(n: int, d: int, M: int) -> float:
@@ -64,11 +81,13 @@ def forward_lower_bound(n: int, d: int, M: int) -> float:
 def backward_lower_bound(n: int, d: int, M: int, *, lower_order: bool = False) -> float:
     """Attention backward: min(n²d²/M, n²d/√M), the forward bound's shape.
 
-    LLS+24 Theorems 1.1 and 4.1–4.4 (as given in the abstract; THEORY.md tags this
-    [abstract]): Θ(n²d²/M) for M = Ω(d²), attained by FlashAttention's backward pass, and
-    Θ(n²d/√M) for M = o(d²). With ``lower_order=True`` the later version's form
-    min((n²d² + nd³)/M, (n²d + nd²)/√M) is returned; it equals the default up to a factor 2
-    whenever n ≥ d.
+    LLS+24 state in their abstract, in words, that FlashAttention's backward pass is optimal
+    for M = Ω(d²) and give a small-cache algorithm for M = o(d²); the Θ(n²d²/M) and
+    Θ(n²d/√M) branches are our reading of that statement for the QKV form. With
+    ``lower_order=True`` the form min((n²d² + nd³)/M, (n²d + nd²)/√M) is returned, as
+    summaries of the paper's later version state it; its nd³ and nd² terms count the n×d×d
+    products of AS24's formulation, which the QKV backward pass does not have. It equals the
+    default up to a factor 2 whenever n ≥ d.
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     if check_bool("lower_order", lower_order):
@@ -82,9 +101,10 @@ def sparse_lower_bound(z_in: int, z_qk: int, M: int) -> float:
     """Sparse attention, forward or backward: min(Z_in²/M, Z_in·√Z_QK/√M).
 
     Z_in counts the nonzero entries of the inputs and Z_QK the nonzeros of the score
-    matrix (the kept entries of the mask). LLS+24 states that such a bound exists; **this
-    formula is our reading** (THEORY.md §3, tagged [ours]). With Z_in = nd and Z_QK = n² it
-    recovers :func:`forward_lower_bound`. No matching upper bound is known.
+    matrix (the kept entries of the mask). LLS+24 state that sparse bounds exist; **this
+    formula is our reading**, by analogy with Pagh and Stöckel's I/O bound for sparse
+    matrix multiplication (ESA 2014). With Z_in = nd and Z_QK = n² it recovers
+    :func:`forward_lower_bound`. No matching upper bound is known.
     """
     z_in, z_qk, M = check_int("z_in", z_in), check_int("z_qk", z_qk), check_int("M", M)
     try:

@@ -9,7 +9,7 @@ closed-form count:
 * :func:`tiled_matmul` goes **by square tiles** of side b (SY24 Alg. 1's loop structure):
   for each b×b tile of C it streams the matching b×b tiles of A and B and accumulates. Every
   word loaded is used b times, so it reads ≈ 2mkp/b and, with b = ⌊√(M/3)⌋, its I/O is within
-  a constant factor of Hong and Kung's lower bound mkp/√M (HK81; SY24 Thm 2.3).
+  a constant factor of Hong and Kung's lower bound mkp/√M (HK81 Cor. 6.2; SY24 Lemma 3.6).
 """
 
 from __future__ import annotations

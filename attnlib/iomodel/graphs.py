@@ -1,0 +1,350 @@
+"""Computation graphs (DAGs) of small computations, for the red-blue pebble game.
+
+A :class:`ComputationGraph` is the object Hong and Kung's game is played on (HK81; SY24 §2):
+vertices are values, an edge u → v says that v is computed from u. Its sources are the
+**inputs**, which start in slow memory; some vertices are **outputs**, which must end there.
+Every vertex carries an operation so that a schedule can be *run*, not only counted
+(:func:`attnlib.iomodel.optimal.replay_schedule`).
+
+The builders give the graphs of the computations the book's bounds are about:
+
+* :func:`inner_product_graph`: ⟨a, b⟩ of length k, summed as a chain or a balanced tree;
+* :func:`matmul_graph`: standard m×k by k×p multiplication, each output a sum tree over k
+  products (the graph SY24 Lemma 3.6 / HK81 Cor. 6.2 bound);
+* :func:`attention_forward_graph`: O = softmax(QKᵀ)V with S by standard matmul, exp, row
+  sums, division by the row sum, then PV (no max subtraction: the game does not see rounding);
+* :func:`attention_dv_graph`: one piece of the backward pass, dV = Pᵀ dO with P recomputed
+  from Q, K and the row log-sum-exp, as FlashAttention's backward pass does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import AttnInputError, check_int
+
+__all__ = [
+    "ComputationGraph",
+    "inner_product_graph",
+    "matmul_graph",
+    "attention_forward_graph",
+    "attention_dv_graph",
+    "evaluate_graph",
+    "least_feasible_M",
+    "trivial_io_bound",
+]
+
+_OPS = {"input": 0, "add": None, "mul": None, "exp": 1, "div": 2, "expsub": 2}
+_TREES = ("chain", "balanced")
+
+
+@dataclass(frozen=True)
+class ComputationGraph:
+    """A DAG of scalar values in topological order.
+
+    Attributes
+    ----------
+    names : tuple of str, one per vertex, e.g. ``"a0"``, ``"p(0,1,2)"``, ``"C(0,1)"``
+    ops : tuple of str, one per vertex: ``"input"``, ``"add"`` (sum of its predecessors),
+        ``"mul"`` (product), ``"exp"``, ``"div"`` (first / second), ``"expsub"``
+        (exp(first − second))
+    preds : tuple of tuples of vertex indices, each smaller than the vertex's own index
+    outputs : tuple of vertex indices that must end in slow memory
+
+    ``inputs`` (the vertices with op ``"input"``) and ``succs`` are derived. Construct
+    through the builders or directly; the constructor validates everything.
+
+    Raises
+    ------
+    AttnInputError if the lists differ in length, a name repeats, an op is unknown or has
+    the wrong number of predecessors, a predecessor is not earlier, or an output is an input.
+    """
+
+    names: tuple
+    ops: tuple
+    preds: tuple
+    outputs: tuple
+
+    def __post_init__(self):
+        names, ops = tuple(self.names), tuple(self.ops)
+        preds = tuple(tuple(int(u) for u in p) for p in self.preds)
+        outputs = tuple(int(o) for o in self.outputs)
+        n = len(names)
+        if n == 0 or len(ops) != n or len(preds) != n:
+            raise AttnInputError(
+                f"names, ops and preds must be non-empty and of equal length, got "
+                f"{len(names)}, {len(ops)}, {len(preds)}"
+            )
+        if len(set(names)) != n:
+            raise AttnInputError("names must be distinct")
+        for v, (op, p) in enumerate(zip(ops, preds, strict=True)):
+            if op not in _OPS:
+                raise AttnInputError(f"ops[{v}] must be one of {sorted(_OPS)}, got {op!r}")
+            arity = _OPS[op]
+            if (arity is None and len(p) < 2) or (arity is not None and len(p) != arity):
+                want = ">= 2" if arity is None else str(arity)
+                raise AttnInputError(f"vertex {names[v]!r} ({op}) needs {want} preds, got {p}")
+            if any(not 0 <= u < v for u in p) or len(set(p)) != len(p):
+                raise AttnInputError(
+                    f"preds of vertex {names[v]!r} must be distinct earlier vertices "
+                    f"(topological order), got {p}"
+                )
+        if not outputs or len(set(outputs)) != len(outputs):
+            raise AttnInputError(
+                f"outputs must be a non-empty list of distinct vertices, got {outputs}"
+            )
+        for o in outputs:
+            if not 0 <= o < n or ops[o] == "input":
+                raise AttnInputError(f"outputs must be non-input vertices in range({n}), got {o}")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "ops", ops)
+        object.__setattr__(self, "preds", preds)
+        object.__setattr__(self, "outputs", outputs)
+
+    @property
+    def n(self) -> int:
+        """The number of vertices."""
+        return len(self.names)
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        return tuple(v for v, op in enumerate(self.ops) if op == "input")
+
+    @property
+    def succs(self) -> tuple[tuple[int, ...], ...]:
+        out: list[list[int]] = [[] for _ in range(self.n)]
+        for v, p in enumerate(self.preds):
+            for u in p:
+                out[u].append(v)
+        return tuple(tuple(s) for s in out)
+
+    def index(self, name: str) -> int:
+        """The vertex called ``name``."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise AttnInputError(f"no vertex named {name!r}") from None
+
+    def __repr__(self) -> str:
+        return (
+            f"ComputationGraph({self.n} vertices: {len(self.inputs)} inputs, "
+            f"{self.n - len(self.inputs)} computed, {len(self.outputs)} outputs)"
+        )
+
+
+def check_graph(G) -> ComputationGraph:
+    """Require a :class:`ComputationGraph`."""
+    if not isinstance(G, ComputationGraph):
+        raise AttnInputError(f"G must be a ComputationGraph, got {type(G).__name__}")
+    return G
+
+
+def least_feasible_M(G: ComputationGraph) -> int:
+    """The fewest red pebbles with which G can be played: 1 + the largest in-degree.
+
+    Computing v needs all its predecessors and v itself red at once, so no smaller M works;
+    and this many suffice (compute in topological order, writing every value and reading
+    the predecessors back). Raises AttnInputError if G is not a graph.
+    """
+    G = check_graph(G)
+    return 1 + max(len(p) for p in G.preds)
+
+
+def trivial_io_bound(G: ComputationGraph) -> int:
+    """The I/O every schedule pays: one read of each input that some output depends on and
+    one write of each output (inputs start only in slow memory, outputs must end there).
+    A lower bound with constant 1 for every M; equal to Q(G, M) once M holds the whole
+    graph. Raises AttnInputError if G is not a graph."""
+    G = check_graph(G)
+    needed = set(G.outputs)
+    for v in range(G.n - 1, -1, -1):
+        if v in needed:
+            needed.update(G.preds[v])
+    return sum(1 for v in G.inputs if v in needed) + len(G.outputs)
+
+
+class _Builder:
+    def __init__(self):
+        self.names: list[str] = []
+        self.ops: list[str] = []
+        self.preds: list[tuple[int, ...]] = []
+
+    def add(self, name: str, op: str, preds=()) -> int:
+        self.names.append(name)
+        self.ops.append(op)
+        self.preds.append(tuple(preds))
+        return len(self.names) - 1
+
+    def sum_tree(self, name: str, leaves: list[int], tree: str) -> int:
+        """Sum ``leaves`` with binary additions: a left-to-right chain or a balanced tree.
+        Inner vertices are named ``name[i:j]`` after the leaves they cover; the root ``name``."""
+        if len(leaves) == 1:
+            return leaves[0]
+
+        def build(lo: int, hi: int) -> int:
+            if hi - lo == 1:
+                return leaves[lo]
+            mid = hi - 1 if tree == "chain" else (lo + hi) // 2
+            left, right = build(lo, mid), build(mid, hi)
+            whole = hi - lo == len(leaves)
+            return self.add(name if whole else f"{name}[{lo}:{hi}]", "add", (left, right))
+
+        return build(0, len(leaves))
+
+    def graph(self, outputs) -> ComputationGraph:
+        return ComputationGraph(tuple(self.names), tuple(self.ops), tuple(self.preds), outputs)
+
+
+def _check_tree(tree) -> str:
+    if tree not in _TREES:
+        raise AttnInputError(f"tree must be one of {_TREES}, got {tree!r}")
+    return tree
+
+
+def inner_product_graph(k: int, *, tree: str = "chain") -> ComputationGraph:
+    """⟨a, b⟩ = Σ_l a_l b_l: 2k inputs, k products, k − 1 additions (a chain or a balanced
+    tree), one output ``"s"``. Raises AttnInputError for k < 1 or an unknown tree."""
+    k = check_int("k", k)
+    tree = _check_tree(tree)
+    g = _Builder()
+    a = [g.add(f"a{l}", "input") for l in range(k)]
+    b = [g.add(f"b{l}", "input") for l in range(k)]
+    if k == 1:
+        s = g.add("s", "mul", (a[0], b[0]))
+    else:
+        prods = [g.add(f"p{l}", "mul", (a[l], b[l])) for l in range(k)]
+        s = g.sum_tree("s", prods, tree)
+    return g.graph((s,))
+
+
+def _matmul(g: _Builder, A, B, out: str, tree: str, prod: str = "p"):
+    """Standard product of index grids A (m×k) and B (k×p) of vertices; returns an m×p grid."""
+    m, k, p = len(A), len(B), len(B[0])
+    C = [[0] * p for _ in range(m)]
+    for i in range(m):
+        for j in range(p):
+            name = f"{out}({i},{j})"
+            if k == 1:
+                C[i][j] = g.add(name, "mul", (A[i][0], B[0][j]))
+                continue
+            prods = [g.add(f"{prod}({i},{l},{j})", "mul", (A[i][l], B[l][j])) for l in range(k)]
+            C[i][j] = g.sum_tree(name, prods, tree)
+    return C
+
+
+def matmul_graph(m: int, k: int, p: int, *, tree: str = "chain") -> ComputationGraph:
+    """Standard C = AB for A (m, k), B (k, p): mk + kp inputs ``A(i,l)``, ``B(l,j)``, mkp
+    products ``p(i,l,j)``, and for each C(i,j) a sum tree over its k products (``"chain"``:
+    ((p0 + p1) + p2) + …; ``"balanced"``: halves). Outputs: the mp roots ``C(i,j)``.
+    The graph of HK81 Cor. 6.2 (= SY24 Lemma 3.6). Raises AttnInputError on bad sizes."""
+    m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
+    tree = _check_tree(tree)
+    g = _Builder()
+    A = [[g.add(f"A({i},{l})", "input") for l in range(k)] for i in range(m)]
+    B = [[g.add(f"B({l},{j})", "input") for j in range(p)] for l in range(k)]
+    C = _matmul(g, A, B, "C", tree)
+    return g.graph(tuple(c for row in C for c in row))
+
+
+def attention_forward_graph(n: int, m: int, d: int, *, tree: str = "chain") -> ComputationGraph:
+    """O = softmax(QKᵀ)V for Q (n, d), K (m >= 2, d), V (m, d), without max subtraction:
+    S = QKᵀ by standard matmul (sum trees of shape ``tree``), E = exp(S), row sums
+    l_i = Σ_j E_ij, P = E / l (by row), O = PV by standard matmul. Inputs ``Q(i,t)``,
+    ``K(j,t)``, ``V(j,t)``; outputs ``O(i,t)``. Raises AttnInputError on bad sizes.
+    """
+    n, d = check_int("n", n), check_int("d", d)
+    m = check_int("m", m, minimum=2)  # with one key the softmax is the constant 1
+    tree = _check_tree(tree)
+    g = _Builder()
+    Q = [[g.add(f"Q({i},{t})", "input") for t in range(d)] for i in range(n)]
+    K = [[g.add(f"K({j},{t})", "input") for t in range(d)] for j in range(m)]
+    V = [[g.add(f"V({j},{t})", "input") for t in range(d)] for j in range(m)]
+    S = _matmul(g, Q, [list(col) for col in zip(*K, strict=True)], "S", tree, prod="qk")
+    E = [[g.add(f"E({i},{j})", "exp", (S[i][j],)) for j in range(m)] for i in range(n)]
+    ell = [g.sum_tree(f"l({i})", E[i], tree) for i in range(n)]
+    P = [[g.add(f"P({i},{j})", "div", (E[i][j], ell[i])) for j in range(m)] for i in range(n)]
+    O = _matmul(g, P, V, "O", tree, prod="pv")
+    return g.graph(tuple(o for row in O for o in row))
+
+
+def attention_dv_graph(n: int, m: int, d: int, *, tree: str = "chain") -> ComputationGraph:
+    """A piece of the backward pass: dV = Pᵀ dO, with P_ij = exp(S_ij − lse_i) recomputed
+    from S = QKᵀ (standard matmul) and the row log-sum-exp, as in FlashAttention's backward
+    pass. Inputs ``Q(i,t)``, ``K(j,t)`` (d columns), ``lse(i)``, ``dO(i,t)`` (d columns);
+    outputs ``dV(j,t)``. Raises AttnInputError on bad sizes."""
+    n, m, d = check_int("n", n), check_int("m", m), check_int("d", d)
+    tree = _check_tree(tree)
+    g = _Builder()
+    Q = [[g.add(f"Q({i},{t})", "input") for t in range(d)] for i in range(n)]
+    K = [[g.add(f"K({j},{t})", "input") for t in range(d)] for j in range(m)]
+    lse = [g.add(f"lse({i})", "input") for i in range(n)]
+    dO = [[g.add(f"dO({i},{t})", "input") for t in range(d)] for i in range(n)]
+    S = _matmul(g, Q, [list(col) for col in zip(*K, strict=True)], "S", tree, prod="qk")
+    P = [[g.add(f"P({i},{j})", "expsub", (S[i][j], lse[i])) for j in range(m)] for i in range(n)]
+    PT = [list(col) for col in zip(*P, strict=True)]
+    dV = _matmul(g, PT, dO, "dV", tree, prod="pdo")
+    return g.graph(tuple(v for row in dV for v in row))
+
+
+def _apply(op: str, args: list[float]) -> float:
+    if op == "add":
+        return math.fsum(args)
+    if op == "mul":
+        return math.prod(args)
+    if op == "exp":
+        return math.exp(args[0])
+    if op == "div":
+        return args[0] / args[1]
+    return math.exp(args[0] - args[1])  # expsub
+
+
+def evaluate_graph(G: ComputationGraph, inputs) -> np.ndarray:
+    """The value of every vertex, given the inputs' values.
+
+    Parameters
+    ----------
+    G : the graph
+    inputs : dict mapping each input's name to a finite float, or a 1-D array with one value
+        per input vertex in the order of ``G.inputs``
+
+    Returns
+    -------
+    ndarray (G.n,) of float64, indexed by vertex.
+
+    Raises AttnInputError if an input is missing or not finite.
+    """
+    G = check_graph(G)
+    values = input_values(G, inputs)
+    out = np.zeros(G.n)
+    for v, (op, p) in enumerate(zip(G.ops, G.preds, strict=True)):
+        out[v] = values[v] if op == "input" else _apply(op, [out[u] for u in p])
+    return out
+
+
+def input_values(G: ComputationGraph, inputs) -> dict[int, float]:
+    """Normalise ``inputs`` (see :func:`evaluate_graph`) to {input vertex: float}."""
+    ins = G.inputs
+    if isinstance(inputs, dict):
+        missing = [G.names[v] for v in ins if G.names[v] not in inputs]
+        if missing:
+            raise AttnInputError(f"inputs is missing values for {missing[:5]}")
+        vals = [inputs[G.names[v]] for v in ins]
+    else:
+        arr = np.asarray(inputs, dtype=float)
+        if arr.shape != (len(ins),):
+            raise AttnInputError(
+                f"inputs must be a dict by name or an array of shape ({len(ins)},), "
+                f"got shape {arr.shape}"
+            )
+        vals = list(arr)
+    out = {}
+    for v, x in zip(ins, vals, strict=True):
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)):
+            raise AttnInputError(f"input {G.names[v]!r} must be a real number, got {x!r}")
+        if not math.isfinite(float(x)):
+            raise AttnInputError(f"input {G.names[v]!r} must be finite, got {x!r}")
+        out[v] = float(x)
+    return out

@@ -1,0 +1,502 @@
+"""The exact optimum of the red-blue pebble game on small graphs.
+
+:func:`optimal_io` computes Q(G, M), the fewest reads plus writes over **all** schedules of a
+:class:`~attnlib.iomodel.graphs.ComputationGraph` with M red pebbles (HK81; the game of
+SY24 §2 and Chapter 2), and returns one optimal schedule as a move list. The moves are
+``("read", v)``, ``("write", v)``, ``("compute", v)`` and ``("delete", v)``; a schedule
+replays on :class:`~attnlib.iomodel.machine.TwoLevelMemory` with :func:`replay_schedule`,
+one word per vertex, so its count is the machine's, not the solver's.
+
+Method: A* search over pebble configurations (red set R, blue set B, and with
+``recompute=False`` the set of vertices computed so far), where a read or a write costs 1
+and a computation or a deletion costs 0. The search explores a *reduced* set of moves; each
+reduction keeps at least one optimal schedule, which is why the result is exact:
+
+1. **Deletions only when needed.** Postponing a deletion never invalidates a schedule (an
+   extra red pebble never blocks a move except by taking room, and a later read or
+   computation of a vertex that is still red can simply be dropped). So a red pebble is
+   removed only to make room, immediately before placing one when all M are in use.
+2. **Dead vertices are dropped.** A vertex from which every reachable output already has a
+   blue pebble is never needed again: its red pebble is deleted at once, and it is never
+   read, computed or written. (The vertices still needed are closed under predecessors, so
+   no needed computation depends on a dead one.)
+3. **Writes right after the computation.** A write of v at time t can be moved to the
+   moment v last received its red pebble, since v holds the same value all along; blue
+   pebbles are unlimited, so an earlier write blocks nothing. So v is written, if at all,
+   right after it is computed (and an output always is: it must be written once anyway).
+   Writing a vertex just read is pointless: it is already blue.
+
+The heuristic is admissible and consistent: every output without a blue pebble still needs
+one write, and every input u without a red pebble that reaches such an output along a path
+of vertices holding no pebble still needs one read (each vertex on that path must be
+computed, so u must be red again). A computation never shortens such a path (its
+predecessors were already red), so the heuristic never drops by more than the cost of a
+move, and A* with it returns a least-cost schedule. Without recomputation, a vertex that
+this argument says must be red again but that was computed before and holds no pebble
+makes the configuration a dead end, which is pruned.
+
+The search refuses, with :class:`~attnlib.AttnInputError` naming the limit, graphs of more
+than ``MAX_VERTICES`` vertices, and stops with the same error when it has expanded
+``max_states`` configurations or run ``max_seconds``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import AttnInputError, check_int, check_positive_real
+from .graphs import ComputationGraph, _apply, check_graph, input_values, least_feasible_M
+from .machine import MachineError, TwoLevelMemory
+
+__all__ = [
+    "MAX_VERTICES",
+    "OptimalSchedule",
+    "optimal_io",
+    "replay_schedule",
+    "schedule_segments",
+    "is_dominator",
+]
+
+MAX_VERTICES = 40  # beyond this, even the reduced configuration space is out of reach
+_MOVES = ("read", "write", "compute", "delete")
+
+
+@dataclass(frozen=True)
+class OptimalSchedule:
+    """The result of :func:`optimal_io`.
+
+    ``io`` = Q(G, M) = ``reads + writes``; ``moves`` one optimal schedule, a tuple of
+    ``(op, vertex)`` pairs; ``states`` the configurations expanded; ``seconds`` the search
+    time; ``M`` and ``recompute`` as asked.
+    """
+
+    io: int
+    reads: int
+    writes: int
+    moves: tuple
+    states: int
+    seconds: float
+    M: int
+    recompute: bool
+
+
+def _popcount(x: int) -> int:
+    return bin(x).count("1")
+
+
+def _bits(x: int):
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+def optimal_io(
+    G: ComputationGraph,
+    M: int,
+    *,
+    recompute: bool = True,
+    max_states: int = 200_000,
+    max_seconds: float = 30.0,
+) -> OptimalSchedule:
+    """Q(G, M): the least I/O of any red-blue pebble game schedule of ``G`` with ``M`` red
+    pebbles, and one schedule that attains it (HK81; Chapter 2's game, inputs start blue,
+    outputs must end blue, loads copy).
+
+    Parameters
+    ----------
+    G : a :class:`~attnlib.iomodel.graphs.ComputationGraph` of at most ``MAX_VERTICES``
+    M : red pebbles, at least :func:`~attnlib.iomodel.graphs.least_feasible_M` (G)
+    recompute : allow a vertex to be computed more than once (the standard game); with
+        False every vertex is computed at most once
+    max_states, max_seconds : the search budget
+
+    Returns
+    -------
+    :class:`OptimalSchedule`; the schedule replays on the machine with exactly ``io`` I/Os
+    (:func:`replay_schedule`).
+
+    Raises
+    ------
+    AttnInputError if G is not a graph, has more than MAX_VERTICES vertices, M is below the
+    least feasible value, or the search exceeds ``max_states`` or ``max_seconds``.
+    """
+    G = check_graph(G)
+    if G.n > MAX_VERTICES:
+        raise AttnInputError(
+            f"G has {G.n} vertices; optimal_io solves graphs of at most MAX_VERTICES = "
+            f"{MAX_VERTICES} vertices"
+        )
+    M = check_int("M", M, minimum=least_feasible_M(G))
+    if not isinstance(recompute, bool):
+        raise AttnInputError(f"recompute must be True or False, got {recompute!r}")
+    max_states = check_int("max_states", max_states)
+    max_seconds = check_positive_real("max_seconds", max_seconds)
+    return _Search(G, min(M, G.n), recompute, max_states, max_seconds).run(M)
+
+
+class _Search:
+    def __init__(self, G, M, recompute, max_states, max_seconds):
+        self.G, self.M, self.recompute = G, M, recompute
+        self.max_states, self.max_seconds = max_states, max_seconds
+        n = G.n
+        self.n = n
+        self.inputs = sum(1 << v for v in G.inputs)
+        self.outputs = sum(1 << o for o in G.outputs)
+        self.pred_mask = [sum(1 << u for u in p) for p in G.preds]
+        self.is_input = [op == "input" for op in G.ops]
+        # anc[o]: o and all its ancestors, for the set of vertices still needed
+        anc = [0] * n
+        for v in range(n):
+            anc[v] = (1 << v) | (0 if not G.preds[v] else _or(anc[u] for u in G.preds[v]))
+        self.anc_out = [(o, anc[o]) for o in G.outputs]
+        self._alive: dict[int, int] = {}
+        self.is_output = [False] * n
+        for o in G.outputs:
+            self.is_output[o] = True
+
+    def alive(self, B: int) -> int:
+        done = B & self.outputs  # only the outputs' blue pebbles decide what is still needed
+        live = self._alive.get(done)
+        if live is None:
+            live = self._alive[done] = _or(a for o, a in self.anc_out if not (B >> o) & 1)
+        return live
+
+    def h(self, R: int, B: int, C: int) -> float:
+        """Admissible, consistent lower bound on the remaining I/O (module docstring)."""
+        writes = _popcount(self.outputs & ~B)
+        have = R | B
+        stack = [o for o in self.G.outputs if not (have >> o) & 1]
+        seen = 0
+        for o in stack:
+            seen |= 1 << o
+        reads = 0
+        while stack:
+            x = stack.pop()
+            if not self.recompute and (C >> x) & 1:
+                return math.inf  # must be red again, cannot be recomputed, is not blue
+            for u in self.G.preds[x]:
+                if (seen >> u) & 1 or (R >> u) & 1:
+                    continue
+                seen |= 1 << u
+                if self.is_input[u]:
+                    reads += 1
+                elif not (B >> u) & 1:
+                    stack.append(u)
+        return writes + reads
+
+    def canon(self, R: int, B: int, C: int):
+        """Drop dead vertices (reduction 2); returns the state and the red pebbles dropped."""
+        live = self.alive(B)
+        return R & live, B & (live | self.outputs), C & live, R & ~live
+
+    def run(self, M_asked: int) -> OptimalSchedule:
+        t0 = time.perf_counter()
+        M = self.M
+        start = (0, 0, 0)
+        key0 = start
+        g_best = {key0: 0}
+        parent: dict = {key0: None}
+        h0 = self.h(*start)
+        heap = [(h0, 0, 0, key0)]
+        tick = 0
+        expanded = 0
+        goal = None
+        while heap:
+            f, neg_g, _, key = heapq.heappop(heap)
+            g = -neg_g
+            if g > g_best.get(key, math.inf):
+                continue
+            R, B, C = key
+            if (B & self.outputs) == self.outputs:
+                goal = key
+                break
+            expanded += 1
+            if expanded > self.max_states:
+                raise AttnInputError(
+                    f"optimal_io: the search expanded max_states = {self.max_states} "
+                    f"configurations without finishing (G has {self.n} vertices, M = "
+                    f"{M_asked}); raise max_states or use a smaller graph"
+                )
+            if expanded % 512 == 0 and time.perf_counter() - t0 > self.max_seconds:
+                raise AttnInputError(
+                    f"optimal_io: the search exceeded max_seconds = {self.max_seconds:g} "
+                    f"(G has {self.n} vertices, M = {M_asked}, {expanded} configurations "
+                    f"expanded); raise max_seconds or use a smaller graph"
+                )
+            live = self.alive(B)
+            full = _popcount(R) >= M
+            for v in _bits(live & ~R):
+                options = []
+                if self.is_input[v] or (B >> v) & 1:
+                    options.append(("read", 1))
+                computable = (
+                    not self.is_input[v]
+                    and (self.pred_mask[v] & R) == self.pred_mask[v]
+                    and (self.recompute or not (C >> v) & 1)
+                )
+                if computable:
+                    if (B >> v) & 1:
+                        options.append(("compute", 0))  # recompute instead of reading back
+                    elif self.is_output[v]:
+                        options.append(("compute+write", 1))
+                    else:
+                        options += [("compute", 0), ("compute+write", 1)]
+                if not options:
+                    continue
+                for op, cost in options:
+                    if not full:
+                        victims = (None,)
+                    elif op == "read":
+                        victims = tuple(_bits(R))
+                    else:  # a predecessor cannot make room for its own successor
+                        victims = tuple(_bits(R & ~self.pred_mask[v]))
+                    for x in victims:
+                        R1 = (R if x is None else R & ~(1 << x)) | (1 << v)
+                        B1 = B | (1 << v) if op == "compute+write" else B
+                        C1 = C | (1 << v) if (op != "read" and not self.recompute) else C
+                        if B1 == B:  # nothing became dead: the state is already canonical
+                            R2, B2, C2, dropped = R1, B1, C1, 0
+                        else:
+                            R2, B2, C2, dropped = self.canon(R1, B1, C1)
+                        nk = (R2, B2, C2)
+                        g1 = g + cost
+                        if g1 >= g_best.get(nk, math.inf):
+                            continue
+                        hh = self.h(R2, B2, C2)
+                        if hh == math.inf:
+                            continue
+                        g_best[nk] = g1
+                        parent[nk] = (key, x, op, v, dropped)
+                        tick += 1
+                        heapq.heappush(heap, (g1 + hh, -g1, tick, nk))
+        seconds = time.perf_counter() - t0
+        if goal is None:  # cannot happen for M >= least_feasible_M, kept as a guard
+            raise AttnInputError(f"no schedule of G exists with M = {M_asked}")
+        moves = self._moves(parent, goal)
+        reads = sum(1 for op, _ in moves if op == "read")
+        writes = sum(1 for op, _ in moves if op == "write")
+        assert reads + writes == g_best[goal]
+        return OptimalSchedule(
+            reads + writes,
+            reads,
+            writes,
+            tuple(moves),
+            expanded,
+            seconds,
+            M_asked,
+            self.recompute,
+        )
+
+    def _moves(self, parent, goal):
+        steps = []
+        key = goal
+        while parent[key] is not None:
+            prev, x, op, v, dropped = parent[key]
+            chunk = [] if x is None else [("delete", x)]
+            if op == "read":
+                chunk.append(("read", v))
+            else:
+                chunk.append(("compute", v))
+                if op == "compute+write":
+                    chunk.append(("write", v))
+            chunk.extend(("delete", u) for u in _bits(dropped))
+            steps.append(chunk)
+            key = prev
+        return [m for chunk in reversed(steps) for m in chunk]
+
+
+def _or(masks) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
+def _normalise_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
+    out = []
+    try:
+        items = list(moves)
+    except TypeError:
+        raise AttnInputError(f"moves must be a list of (op, vertex) pairs, got {moves!r}") from None
+    for i, mv in enumerate(items):
+        if not isinstance(mv, (tuple, list)) or len(mv) != 2 or mv[0] not in _MOVES:
+            raise AttnInputError(
+                f"moves[{i}] must be an (op, vertex) pair with op in {_MOVES}, got {mv!r}"
+            )
+        op, v = mv
+        if isinstance(v, str):
+            v = G.index(v)
+        elif isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < G.n:
+            raise AttnInputError(
+                f"moves[{i}]: vertex must be a name or an index < {G.n}, got {v!r}"
+            )
+        out.append((op, int(v)))
+    return out
+
+
+def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: bool = False):
+    """Run a pebble-game schedule on :class:`TwoLevelMemory`, one word per vertex.
+
+    Every input vertex is a 1-word slow array (``put``) and every other vertex a 1-word
+    slow array it may be written to (``zeros``). ``("read", v)`` is ``load``,
+    ``("write", v)`` is ``store``, ``("compute", v)`` is ``alloc`` of one word filled with
+    v's operation applied to its predecessors' fast words, ``("delete", v)`` is ``free``.
+    Red pebbles left at the end are freed (deleting is free in the game).
+
+    Parameters
+    ----------
+    G : the graph; moves : (op, vertex) pairs, vertex by index or name; M : fast words
+    inputs : the inputs' values (see :func:`~attnlib.iomodel.graphs.evaluate_graph`);
+        default: seeded standard normal values
+    record : also return the machine (with its operation log)
+
+    Returns
+    -------
+    (IOCount, values of G.outputs as an ndarray), plus the machine with ``record=True``.
+
+    Raises
+    ------
+    AttnInputError for a malformed move, a move the game forbids (reading a vertex without
+    a blue pebble, computing without every predecessor red, writing or deleting a vertex
+    without a red pebble, placing a red pebble on a red vertex), or a schedule that leaves
+    an output without a blue pebble. The machine raises CapacityError if more than M words
+    would be live.
+    """
+    G = check_graph(G)
+    M = check_int("M", M)
+    moves = _normalise_moves(G, moves)
+    if inputs is None:
+        inputs = np.random.default_rng(0).standard_normal(len(G.inputs))
+    values = input_values(G, inputs)
+    mem = TwoLevelMemory(M, record=record)
+    for v in range(G.n):
+        if G.ops[v] == "input":
+            mem.put(G.names[v], np.array([values[v]]))
+        else:
+            mem.zeros(G.names[v], (1,))
+    blue = set(G.inputs)
+    red: dict[int, np.ndarray] = {}
+    for i, (op, v) in enumerate(moves):
+        name = G.names[v]
+        where = f"moves[{i}] = ({op!r}, {name!r})"
+        if op in ("read", "compute") and v in red:
+            raise AttnInputError(f"{where}: the vertex already has a red pebble")
+        if op == "read":
+            if v not in blue:
+                raise AttnInputError(f"{where}: reads a vertex without a blue pebble")
+            red[v] = mem.load(name, (0, 1))
+        elif op == "compute":
+            missing = [G.names[u] for u in G.preds[v] if u not in red]
+            if G.ops[v] == "input" or missing:
+                why = "an input cannot be computed" if not missing else f"{missing} not red"
+                raise AttnInputError(f"{where}: cannot compute ({why})")
+            word = mem.alloc(1)
+            word[0] = _apply(G.ops[v], [float(red[u][0]) for u in G.preds[v]])
+            red[v] = word
+        else:
+            if v not in red:
+                raise AttnInputError(f"{where}: the vertex has no red pebble")
+            if op == "write":
+                mem.store(name, (0, 1), None, red[v])
+                blue.add(v)
+            else:
+                mem.free(red.pop(v))
+    for word in red.values():
+        mem.free(word)
+    missing = [G.names[o] for o in G.outputs if o not in blue]
+    if missing:
+        raise AttnInputError(f"the schedule leaves outputs without a blue pebble: {missing[:5]}")
+    try:
+        count = mem.finish()
+    except MachineError as err:  # pragma: no cover - every word is freed above
+        raise AttnInputError(str(err)) from err
+    out = np.array([mem.get(G.names[o])[0] for o in G.outputs])
+    return (count, out, mem) if record else (count, out)
+
+
+def schedule_segments(G: ComputationGraph, moves, M: int) -> list[dict]:
+    """Cut a schedule into consecutive segments of M I/Os (the last may have fewer), as in
+    the proof of Hong and Kung's partition lemma (HK81).
+
+    For segment i, with V_i the vertices first computed in it (each computed vertex belongs
+    to the segment of its first computation):
+
+    * ``dominator``: the red pebbles at the segment's start plus the vertices read during it
+      (at most 2M): every path from an input to V_i passes through it;
+    * ``minimum``: the vertices of V_i with no successor in V_i (HK81's minimum set);
+    * ``kept``: the red pebbles at the segment's end plus the vertices written during it,
+      which contain the minimum set's vertices that are still needed (at most 2M).
+
+    Returns a list of dicts with keys ``computed``, ``dominator``, ``minimum``, ``kept``
+    (sorted tuples of vertex indices) and ``io``. Raises AttnInputError on a bad schedule.
+    """
+    G = check_graph(G)
+    M = check_int("M", M)
+    moves = _normalise_moves(G, moves)
+    succs = G.succs
+    segments: list[dict] = []
+    red: set[int] = set()
+    placed: set[int] = set()
+    cur = None
+    io = 0
+
+    def open_segment():
+        return {"computed": [], "dominator": set(red), "kept": set(), "io": 0}
+
+    for op, v in moves:
+        if cur is None or (op in ("read", "write") and cur["io"] == M):
+            if cur is not None:
+                cur["kept"] |= red
+                segments.append(cur)
+            cur = open_segment()
+        if op == "read":
+            cur["dominator"].add(v)
+            cur["io"] += 1
+            red.add(v)
+        elif op == "write":
+            cur["kept"].add(v)
+            cur["io"] += 1
+        elif op == "compute":
+            if v not in placed:
+                cur["computed"].append(v)
+                placed.add(v)
+            red.add(v)
+        else:
+            red.discard(v)
+        io += op in ("read", "write")
+    if cur is not None:
+        cur["kept"] |= red
+        segments.append(cur)
+    out = []
+    for seg in segments:
+        comp = set(seg["computed"])
+        minimum = {v for v in comp if not any(w in comp for w in succs[v])}
+        out.append(
+            {
+                "computed": tuple(sorted(comp)),
+                "dominator": tuple(sorted(seg["dominator"])),
+                "minimum": tuple(sorted(minimum)),
+                "kept": tuple(sorted(seg["kept"])),
+                "io": seg["io"],
+            }
+        )
+    return out
+
+
+def is_dominator(G: ComputationGraph, D, V) -> bool:
+    """True if every path from an input of G to a vertex of V passes through D (HK81)."""
+    G = check_graph(G)
+    D, V = set(D), set(V)
+    reach = set()  # vertices reachable from an input avoiding D
+    for v in range(G.n):
+        if v in D:
+            continue
+        if G.ops[v] == "input" or any(u in reach for u in G.preds[v]):
+            reach.add(v)
+    return not (reach & V)

@@ -1,0 +1,137 @@
+"""Explicit pebble-game schedules of our own, to hold against the exact optimum.
+
+:func:`attnlib.iomodel.optimal.optimal_io` finds the least I/O over all schedules of a small
+graph; this module writes down *particular* schedules in the same move language
+(``("read", v)``, ``("write", v)``, ``("compute", v)``, ``("delete", v)``), so that both
+replay on the same machine (:func:`~attnlib.iomodel.optimal.replay_schedule`) and their counts
+compare word for word:
+
+* :func:`tiled_matmul_moves`: the square-tiled schedule of :func:`~attnlib.iomodel.matmul.
+  tiled_matmul` (SY24 Alg. 1's loop structure) played on :func:`~attnlib.iomodel.graphs.
+  matmul_graph` with chain sums. It reads and writes exactly the words ``tiled_matmul``
+  counts; the game has no in-place accumulate, so it needs two red pebbles more than the
+  machine's 3b² words (the new product and the new partial sum).
+* :func:`loop_order_moves`: any graph, vertices computed in the builder's loop order (the
+  vertex order), with Belady's eviction (drop the red pebble whose next use is furthest),
+  writing an evicted value only if it is used later and not yet in slow memory.
+"""
+
+from __future__ import annotations
+
+from .._checks import AttnInputError, check_int
+from .graphs import ComputationGraph, check_graph, least_feasible_M, matmul_graph
+from .matmul import _blocks
+
+__all__ = ["tiled_matmul_moves", "loop_order_moves"]
+
+
+def tiled_matmul_moves(m: int, k: int, p: int, tile: int):
+    """The square-tiled schedule of C = AB as pebble-game moves on ``matmul_graph(m, k, p,
+    tree="chain")``.
+
+    For each tile C[I, J] and each range L (all of at most ``tile`` indices, in the order
+    of :func:`~attnlib.iomodel.matmul.tiled_matmul`): read A[I, L] and B[L, J], compute
+    every product of the tile and add it to its chain partial sum, delete the tile of A and
+    of B; after the last L write C[I, J]. Reads T_p·mk + T_m·kp and writes mp, exactly the
+    count of ``tiled_matmul_count(m, k, p, M, tile=tile)``; the peak is
+    b_m·b_p + b_m·b_k + b_k·b_p + 2 red pebbles (+0 if k = 1, where a product is its output).
+
+    Returns
+    -------
+    (G, moves): the graph and the move list.
+
+    Raises AttnInputError on sizes < 1.
+    """
+    m, k, p, b = check_int("m", m), check_int("k", k), check_int("p", p), check_int("tile", tile)
+    G = matmul_graph(m, k, p, tree="chain")
+    idx = G.index
+    moves: list[tuple[str, int]] = []
+    for I in _blocks(m, b):
+        for J in _blocks(p, b):
+            partial: dict[tuple[int, int], int] = {}
+            for L in _blocks(k, b):
+                tiles = [idx(f"A({i},{l})") for i in range(*I) for l in range(*L)]
+                tiles += [idx(f"B({l},{j})") for l in range(*L) for j in range(*J)]
+                moves += [("read", v) for v in tiles]
+                for i in range(*I):
+                    for j in range(*J):
+                        for l in range(*L):
+                            if k == 1:
+                                moves.append(("compute", idx(f"C({i},{j})")))
+                                partial[i, j] = idx(f"C({i},{j})")
+                                continue
+                            prod = idx(f"p({i},{l},{j})")
+                            moves.append(("compute", prod))
+                            if l == 0:
+                                partial[i, j] = prod
+                                continue
+                            name = f"C({i},{j})" if l == k - 1 else f"C({i},{j})[0:{l + 1}]"
+                            new = idx(name)
+                            moves += [("compute", new), ("delete", partial[i, j])]
+                            moves.append(("delete", prod))
+                            partial[i, j] = new
+                moves += [("delete", v) for v in tiles]
+            for i in range(*I):
+                for j in range(*J):
+                    moves += [("write", partial[i, j]), ("delete", partial[i, j])]
+    return G, moves
+
+
+def loop_order_moves(G: ComputationGraph, M: int) -> list[tuple[str, int]]:
+    """A schedule of G with M red pebbles: compute the needed vertices in vertex order
+    (the builders' loop order), reading each missing predecessor, evicting by Belady's rule
+    (the red vertex whose next use is furthest away), writing an evicted vertex only if it
+    is used later and has no blue pebble, and writing each output once it is computed.
+
+    Raises AttnInputError if G is not a graph or M < least_feasible_M(G).
+    """
+    G = check_graph(G)
+    M = check_int("M", M, minimum=least_feasible_M(G))
+    needed = set(G.outputs)
+    for v in range(G.n - 1, -1, -1):
+        if v in needed:
+            needed.update(G.preds[v])
+    order = [v for v in range(G.n) if v in needed and G.ops[v] != "input"]
+    uses: dict[int, list[int]] = {v: [] for v in range(G.n)}
+    for t, v in enumerate(order):
+        for u in G.preds[v]:
+            uses[u].append(t)
+    blue = set(G.inputs)
+    red: set[int] = set()
+    outputs = set(G.outputs)
+    moves: list[tuple[str, int]] = []
+
+    def next_use(u: int, t: int) -> float:
+        later = [s for s in uses[u] if s >= t]
+        return later[0] if later else float("inf")
+
+    def make_room(t: int, keep: set[int]) -> None:
+        if len(red) < M:
+            return
+        victim = max(sorted(red - keep), key=lambda u: next_use(u, t))
+        if next_use(victim, t) != float("inf") and victim not in blue:
+            moves.append(("write", victim))
+            blue.add(victim)
+        moves.append(("delete", victim))
+        red.discard(victim)
+
+    for t, v in enumerate(order):
+        keep = set(G.preds[v])
+        for u in G.preds[v]:
+            if u not in red:
+                if u not in blue:  # cannot happen: every evicted value still used is written
+                    raise AttnInputError(f"loop_order_moves lost vertex {G.names[u]!r}")
+                make_room(t, keep)
+                moves.append(("read", u))
+                red.add(u)
+        make_room(t, keep)
+        moves.append(("compute", v))
+        red.add(v)
+        if v in outputs:
+            moves.append(("write", v))
+            blue.add(v)
+        for u in sorted(red):  # drop what no later step uses
+            if next_use(u, t + 1) == float("inf") and (u not in outputs or u in blue):
+                moves.append(("delete", u))
+                red.discard(u)
+    return moves

@@ -1,0 +1,221 @@
+"""The exact optimum of the red-blue pebble game (attnlib.iomodel.optimal) and our own
+schedules as game moves (attnlib.iomodel.pebbling).
+
+Checked here: the solver against a plain breadth-first search over every configuration
+(tests/naive.py) on graphs of up to 8 vertices, for every M from the least feasible one
+upward, with and without recomputation; every optimal schedule replayed on TwoLevelMemory
+with exactly the optimum's count, within M, and with the right output values; known optima
+in closed form; our schedules' counts against tiled_matmul's and against the optimum; the
+partition of a schedule into segments; the refusals and every bad input.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from naive import naive_pebble_optimum
+
+from attnlib import AttnInputError
+from attnlib.iomodel import CapacityError, tiled_matmul, tiled_matmul_count
+from attnlib.iomodel.graphs import (
+    ComputationGraph,
+    attention_forward_graph,
+    evaluate_graph,
+    inner_product_graph,
+    least_feasible_M,
+    matmul_graph,
+    trivial_io_bound,
+)
+from attnlib.iomodel.optimal import (
+    MAX_VERTICES,
+    is_dominator,
+    optimal_io,
+    replay_schedule,
+    schedule_segments,
+)
+from attnlib.iomodel.pebbling import loop_order_moves, tiled_matmul_moves
+
+
+def random_dag(seed: int, n: int = 8, n_inputs: int = 3) -> ComputationGraph:
+    """A seeded random DAG: each computed vertex has 1 to 3 earlier predecessors; every sink
+    is an output, and so is any other computed vertex with probability 0.2."""
+    rnd = random.Random(seed)
+    ops, preds = [], []
+    for v in range(n):
+        if v < n_inputs:
+            ops.append("input")
+            preds.append(())
+            continue
+        k = min(rnd.choice([1, 2, 2, 3]), v)
+        preds.append(tuple(sorted(rnd.sample(range(v), k))))
+        ops.append("exp" if k == 1 else "add")
+    has_succ = {u for p in preds for u in p}
+    outputs = [v for v in range(n_inputs, n) if v not in has_succ or rnd.random() < 0.2]
+    return ComputationGraph(tuple(f"x{v}" for v in range(n)), tuple(ops), tuple(preds), outputs)
+
+
+SMALL = [random_dag(seed) for seed in (0, 3, 21, 37, 78, 94)] + [
+    inner_product_graph(2),
+    inner_product_graph(2, tree="balanced"),
+    matmul_graph(2, 1, 2),
+    attention_forward_graph(1, 2, 1),  # 15 vertices: the solver only, checked below
+]
+
+
+def _check(G, M, recompute):
+    res = optimal_io(G, M, recompute=recompute)
+    count, out = replay_schedule(G, res.moves, M)
+    assert count.total == res.io == res.reads + res.writes
+    assert count.reads == res.reads and count.writes == res.writes
+    assert count.peak_fast <= M
+    values = evaluate_graph(G, np.random.default_rng(0).standard_normal(len(G.inputs)))
+    assert np.allclose(out, values[list(G.outputs)], rtol=1e-12, atol=1e-12)
+    assert res.io >= trivial_io_bound(G)
+    return res
+
+
+@pytest.mark.parametrize("G", [g for g in SMALL if g.n <= 8], ids=lambda g: repr(g))
+def test_optimum_equals_brute_force_for_every_M(G):
+    for M in range(least_feasible_M(G), G.n + 1):
+        for recompute in (True, False):
+            res = _check(G, M, recompute)
+            brute = naive_pebble_optimum(G.preds, set(G.inputs), G.outputs, M, recompute=recompute)
+            assert res.io == brute, (M, recompute)
+
+
+def test_recomputation_can_pay():
+    # s = a + b is needed by t, u and y; with 4 pebbles, recomputing s beats spilling it
+    G = ComputationGraph(
+        ("a", "b", "s", "t", "u", "y", "z"),
+        ("input", "input", "add", "add", "add", "add", "add"),
+        ((), (), (0, 1), (0, 2), (1, 2), (0, 2, 3), (1, 4)),
+        (5, 6),
+    )
+    with_rc, without = _check(G, 4, True), _check(G, 4, False)
+    assert with_rc.io == 4 == trivial_io_bound(G) and without.io == 5
+    assert sum(op == "compute" and v == 2 for op, v in with_rc.moves) >= 2
+    assert naive_pebble_optimum(G.preds, {0, 1}, G.outputs, 4, recompute=False) == 5
+    # with room for everything, recomputing buys nothing
+    assert _check(G, 5, True).io == _check(G, 5, False).io == 4
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_inner_product_closed_forms(k):
+    # chain sums: every input read once and the result written once from 4 pebbles on
+    G = inner_product_graph(k)
+    for M in (4, 5, 2 * k + 1):
+        assert _check(G, M, True).io == 2 * k + 1
+    # with 3 pebbles a chain must spill: strictly more
+    assert _check(G, 3, True).io > 2 * k + 1
+
+
+def test_tree_shape_changes_the_optimum():
+    # a balanced tree over 4 products holds one half's sum while computing the other's
+    chain, balanced = inner_product_graph(4), inner_product_graph(4, tree="balanced")
+    assert _check(chain, 4, True).io == 9 < _check(balanced, 4, True).io == 11
+    assert _check(balanced, 5, True).io == 9
+
+
+def test_larger_graphs_replay_and_respect_bounds():
+    G = matmul_graph(2, 2, 2)
+    ios = [_check(G, M, True).io for M in (5, 6, 7, 8)]
+    assert ios == sorted(ios, reverse=True) and ios[-1] == trivial_io_bound(G) == 12
+    G = attention_forward_graph(1, 2, 1)
+    for M in (3, 4, 6):
+        assert _check(G, M, True).io == _check(G, M, False).io >= trivial_io_bound(G)
+
+
+@pytest.mark.parametrize("m,k,p", [(2, 2, 2), (1, 4, 1), (3, 2, 2), (2, 3, 1), (2, 1, 2)])
+@pytest.mark.parametrize("tile", [1, 2, 3])
+def test_tiled_moves_count_equals_tiled_matmul(m, k, p, tile, rng):
+    G, moves = tiled_matmul_moves(m, k, p, tile)
+    machine = tiled_matmul_count(m, k, p, 10**6, tile=tile)
+    extra = 0 if k == 1 else 2  # the game has no in-place accumulate
+    count, out = replay_schedule(G, moves, machine.peak_fast + extra)
+    assert (count.reads, count.writes) == (machine.reads, machine.writes)
+    assert count.peak_fast == machine.peak_fast + extra
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, p))
+    C, c2 = tiled_matmul(A, B, M=machine.peak_fast, tile=tile)
+    assert c2.total == count.total
+    values = {**{f"A({i},{l})": A[i, l] for i in range(m) for l in range(k)}}
+    values.update({f"B({l},{j})": B[l, j] for l in range(k) for j in range(p)})
+    _, out = replay_schedule(G, moves, machine.peak_fast + extra, values)
+    assert np.allclose(out.reshape(m, p), C, rtol=1e-12, atol=1e-12)
+    with pytest.raises(CapacityError):
+        replay_schedule(G, moves, machine.peak_fast + extra - 1)
+
+
+@pytest.mark.parametrize(
+    "G", [matmul_graph(2, 2, 2), attention_forward_graph(1, 2, 1), inner_product_graph(4)]
+)
+def test_loop_order_schedule_is_valid_and_not_below_optimum(G):
+    for M in range(least_feasible_M(G), 8):
+        count, _ = replay_schedule(G, loop_order_moves(G, M), M)
+        assert count.peak_fast <= M
+        if G.n <= 15 or M >= 5:
+            assert count.total >= optimal_io(G, M).io
+
+
+def test_segments_of_an_optimal_schedule():
+    G, M = inner_product_graph(4), 3
+    res = optimal_io(G, M)
+    segs = schedule_segments(G, res.moves, M)
+    assert sum(s["io"] for s in segs) == res.io
+    assert all(s["io"] == M for s in segs[:-1]) and 1 <= segs[-1]["io"] <= M
+    assert len(segs) == -(-res.io // M)
+    computed = [v for s in segs for v in s["computed"]]
+    assert sorted(computed) == [v for v in range(G.n) if G.ops[v] != "input"]
+    for s in segs:
+        assert len(s["dominator"]) <= 2 * M and len(s["kept"]) <= 2 * M
+        assert is_dominator(G, s["dominator"], s["computed"])
+        assert set(s["minimum"]) <= set(s["computed"])
+    assert not is_dominator(G, (), segs[0]["computed"] or (G.outputs[0],))
+
+
+def test_refusals_name_the_limit():
+    with pytest.raises(AttnInputError, match="max_states = 50"):
+        optimal_io(matmul_graph(2, 2, 2), 4, max_states=50)
+    with pytest.raises(AttnInputError, match="max_seconds"):
+        optimal_io(matmul_graph(2, 2, 2), 4, max_seconds=1e-6)
+    with pytest.raises(AttnInputError, match=f"MAX_VERTICES = {MAX_VERTICES}"):
+        optimal_io(matmul_graph(3, 3, 3), 20)
+
+
+def test_bad_inputs():
+    G = inner_product_graph(2)
+    with pytest.raises(AttnInputError, match="G must be"):
+        optimal_io("graph", 4)
+    with pytest.raises(AttnInputError, match="M must be an integer >= 3"):
+        optimal_io(G, 2)
+    with pytest.raises(AttnInputError, match="recompute"):
+        optimal_io(G, 4, recompute=1)
+    with pytest.raises(AttnInputError, match="max_states"):
+        optimal_io(G, 4, max_states=0)
+    with pytest.raises(AttnInputError, match="max_seconds"):
+        optimal_io(G, 4, max_seconds=-1.0)
+    good = optimal_io(G, 4).moves
+    with pytest.raises(AttnInputError, match="moves\\[0\\]"):
+        replay_schedule(G, [("load", 0)], 4)
+    with pytest.raises(AttnInputError, match="vertex must be"):
+        replay_schedule(G, [("read", 99)], 4)
+    with pytest.raises(AttnInputError, match="blue pebble"):
+        replay_schedule(G, [("read", "p0")], 4)
+    with pytest.raises(AttnInputError, match="cannot compute"):
+        replay_schedule(G, [("compute", "p0")], 4)
+    with pytest.raises(AttnInputError, match="cannot compute"):
+        replay_schedule(G, [("compute", "a0")], 4)
+    with pytest.raises(AttnInputError, match="no red pebble"):
+        replay_schedule(G, [("write", "s")], 4)
+    with pytest.raises(AttnInputError, match="already has a red"):
+        replay_schedule(G, [("read", "a0"), ("read", "a0")], 4)
+    with pytest.raises(AttnInputError, match="without a blue pebble"):
+        replay_schedule(G, [m for m in good if m[0] != "write"], 4)
+    with pytest.raises(CapacityError):
+        replay_schedule(G, good, 3)
+    with pytest.raises(AttnInputError, match="moves must be"):
+        replay_schedule(G, 5, 4)
+    moves = list(good)
+    replay_schedule(G, moves, 4)
+    assert moves == list(good)  # the move list is not modified
