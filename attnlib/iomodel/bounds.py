@@ -64,7 +64,7 @@ def matmul_sharp_lower_bound(m: int, k: int, p: int, M: int) -> float:
     """
     m, k, p = (check_int(name, v) for name, v in (("m", m), ("k", k), ("p", p)))
     M = check_int("M", M)
-    return 2 * m * k * p / math.sqrt(M)
+    return _finite(2.0 * _over(m * k * p, M, 0.5), "m, k and p are")
 
 
 def forward_lower_bound(n: int, d: int, M: int) -> float:

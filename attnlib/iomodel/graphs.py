@@ -166,13 +166,26 @@ def trivial_io_bound(G: ComputationGraph) -> int:
     return sum(1 for v in G.inputs if v in needed) + len(G.outputs)
 
 
+#: The most vertices a builder makes. The exact solver handles a few dozen; evaluating and
+#: drawing stay quick below this, and a request past it is refused before memory runs out.
+MAX_GRAPH_VERTICES = 100_000
+
+
 class _Builder:
-    def __init__(self):
+    def __init__(self, sizes: str):
+        # ``sizes`` names the builder's arguments, for the refusal message.
+        self.sizes = sizes
         self.names: list[str] = []
         self.ops: list[str] = []
         self.preds: list[tuple[int, ...]] = []
 
     def add(self, name: str, op: str, preds=()) -> int:
+        if len(self.names) >= MAX_GRAPH_VERTICES:
+            raise AttnInputError(
+                f"these sizes ({self.sizes}) give a graph of more than {MAX_GRAPH_VERTICES:,} "
+                "vertices; "
+                "choose smaller sizes"
+            )
         self.names.append(name)
         self.ops.append(op)
         self.preds.append(tuple(preds))
@@ -183,6 +196,12 @@ class _Builder:
         Inner vertices are named ``name[i:j]`` after the leaves they cover; the root ``name``."""
         if len(leaves) == 1:
             return leaves[0]
+        if tree == "chain":  # ((l0 + l1) + l2) + …, built without recursion
+            acc = leaves[0]
+            for hi in range(2, len(leaves) + 1):
+                whole = hi == len(leaves)
+                acc = self.add(name if whole else f"{name}[0:{hi}]", "add", (acc, leaves[hi - 1]))
+            return acc
 
         def build(lo: int, hi: int) -> int:
             if hi - lo == 1:
@@ -209,7 +228,7 @@ def inner_product_graph(k: int, *, tree: str = "chain") -> ComputationGraph:
     tree), one output ``"s"``. Raises AttnInputError for k < 1 or an unknown tree."""
     k = check_int("k", k)
     tree = _check_tree(tree)
-    g = _Builder()
+    g = _Builder("k")
     a = [g.add(f"a{l}", "input") for l in range(k)]
     b = [g.add(f"b{l}", "input") for l in range(k)]
     if k == 1:
@@ -242,7 +261,7 @@ def matmul_graph(m: int, k: int, p: int, *, tree: str = "chain") -> ComputationG
     The graph of HK81 Cor. 6.2 (= SY24 Lemma 3.6). Raises AttnInputError on bad sizes."""
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
     tree = _check_tree(tree)
-    g = _Builder()
+    g = _Builder("m, k and p")
     A = [[g.add(f"A({i},{l})", "input") for l in range(k)] for i in range(m)]
     B = [[g.add(f"B({l},{j})", "input") for j in range(p)] for l in range(k)]
     C = _matmul(g, A, B, "C", tree)
@@ -258,7 +277,7 @@ def attention_forward_graph(n: int, m: int, d: int, *, tree: str = "chain") -> C
     n, d = check_int("n", n), check_int("d", d)
     m = check_int("m", m, minimum=2)  # with one key the softmax is the constant 1
     tree = _check_tree(tree)
-    g = _Builder()
+    g = _Builder("n, m and d")
     Q = [[g.add(f"Q({i},{t})", "input") for t in range(d)] for i in range(n)]
     K = [[g.add(f"K({j},{t})", "input") for t in range(d)] for j in range(m)]
     V = [[g.add(f"V({j},{t})", "input") for t in range(d)] for j in range(m)]
@@ -277,7 +296,7 @@ def attention_dv_graph(n: int, m: int, d: int, *, tree: str = "chain") -> Comput
     outputs ``dV(j,t)``. Raises AttnInputError on bad sizes."""
     n, m, d = check_int("n", n), check_int("m", m), check_int("d", d)
     tree = _check_tree(tree)
-    g = _Builder()
+    g = _Builder("n, m and d")
     Q = [[g.add(f"Q({i},{t})", "input") for t in range(d)] for i in range(n)]
     K = [[g.add(f"K({j},{t})", "input") for t in range(d)] for j in range(m)]
     lse = [g.add(f"lse({i})", "input") for i in range(n)]

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -489,10 +490,30 @@ def schedule_segments(G: ComputationGraph, moves, M: int) -> list[dict]:
     return out
 
 
+def _vertex_set(G: ComputationGraph, name: str, vertices) -> set[int]:
+    try:
+        items = list(vertices)
+    except TypeError:
+        msg = f"{name} must be a collection of vertex indices, got {vertices!r}"
+        raise AttnInputError(msg) from None
+    bad = [
+        v
+        for v in items
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < G.n
+    ]
+    if bad:
+        raise AttnInputError(f"{name} must hold vertex indices 0..{G.n - 1} of G, got {bad[:5]}")
+    return {int(v) for v in items}
+
+
 def is_dominator(G: ComputationGraph, D, V) -> bool:
-    """True if every path from an input of G to a vertex of V passes through D (HK81)."""
+    """True if every path from an input of G to a vertex of V passes through D (HK81).
+
+    ``D`` and ``V`` are collections of vertex indices of G. Raises AttnInputError for anything
+    else.
+    """
     G = check_graph(G)
-    D, V = set(D), set(V)
+    D, V = _vertex_set(G, "D", D), _vertex_set(G, "V", V)
     reach = set()  # vertices reachable from an input avoiding D
     for v in range(G.n):
         if v in D:
