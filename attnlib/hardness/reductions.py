@@ -584,11 +584,11 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     V_max = max|V|: f'(λ) extends analytically to the strip |Im λ| < π/W, and on
     |Im λ| ≤ y < π/W, with c = cos(yW/2),
 
-        |f'(λ)| ≤ M(y) = d_v · V_max² · (Σ_i w_i) · (1 + 1/c) / c².
+        |f'(λ)| ≤ Φ(y) = d_v · V_max² · (Σ_i w_i) · (1 + 1/c) / c².
 
     The strip |Im λ| ≤ y holds the Bernstein ellipse of [0, 1] with parameter
     ρ = 2y + √(1 + 4y²), so the N-node Gauss–Legendre rule on [0, 1] errs by at most
-    (32/15)·M(y)·ρ^{-2N}/(ρ² − 1) (Trefethen, ATAP Thm 19.3, halved for the interval
+    (32/15)·Φ(y)·ρ^{-2N}/(ρ² − 1) (Trefethen, ATAP Thm 19.3, halved for the interval
     [0, 1]). The error falls geometrically in N/W, and W ≤ 2R for the logit range R. The bound
     is minimised over y on ``grid`` points of (0, π/W). It holds in exact arithmetic; rounding
     adds about 1e-16 · N · max|f'| on top.
@@ -628,8 +628,8 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     theta = (np.arange(grid) + 0.5) / grid
     y = theta * math.pi / W
     c = np.cos(theta * math.pi / 2)
-    M = V.shape[1] * vmax**2 * float(widths.sum()) * (1 + 1 / c) / c**2
+    phi = V.shape[1] * vmax**2 * float(widths.sum()) * (1 + 1 / c) / c**2
     rho = 2 * y + np.sqrt(1 + 4 * y**2)
     # log form: rho^(-2N) underflows long before the bound stops mattering
-    log_bound = np.log(32 / 15 * M) - 2 * nodes * np.log(rho) - np.log(rho**2 - 1)
+    log_bound = np.log(32 / 15 * phi) - 2 * nodes * np.log(rho) - np.log(rho**2 - 1)
     return float(np.exp(log_bound.min()))
