@@ -198,3 +198,48 @@ def test_bad_lambda(lam):
     Q, K, V, _ = random_instance(0)
     with pytest.raises(AttnInputError, match="lam must be a finite real number"):
         hd.norm_derivative_from_gradient(Q, K, V, lam, GRAD)
+
+
+# ---------------------------------------------------------------- the analyticity bound
+@pytest.mark.parametrize(
+    "instance",
+    [
+        lambda: random_instance(0),
+        lambda: random_instance(1, n=12, m=10, size=3.0),
+        lambda: gap_instance(16, True, 0),
+        lambda: ov_instance(16, True, 1),
+    ],
+)
+def test_gauss_legendre_bound_holds_and_falls_geometrically(instance):
+    Q, K, V, tau = instance()
+    truth = f_direct(Q, K, V, 1.0, tau)
+    bounds = []
+    for N in (2, 4, 8, 16, 32):
+        est = hd.attention_from_gradient(Q, K, V, GRAD, nodes=N, scale=tau)
+        bound = hd.gauss_legendre_error_bound(Q, K, V, N, scale=tau)
+        # the proposition is exact arithmetic: allow the rounding of the N-term sum on top
+        assert abs(est - truth) <= bound + 1e-12 * max(1.0, abs(truth))
+        bounds.append(bound)
+    assert all(b2 < b1 for b1, b2 in zip(bounds, bounds[1:], strict=False))
+
+
+def test_gauss_legendre_bound_is_zero_for_constant_rows():
+    Q = np.zeros((3, 2))
+    assert hd.gauss_legendre_error_bound(Q, np.ones((4, 2)), np.ones((4, 1)), 4) == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"nodes": 0}, {"nodes": 2.5}, {"nodes": 8, "scale": -1.0}, {"nodes": 8, "grid": 0}],
+)
+def test_gauss_legendre_bound_rejects_bad_input(kwargs):
+    Q, K, V, _ = random_instance(0)
+    nodes = kwargs.pop("nodes")
+    with pytest.raises(AttnInputError):
+        hd.gauss_legendre_error_bound(Q, K, V, nodes, **kwargs)
+
+
+def test_gauss_legendre_bound_rejects_mismatched_shapes():
+    Q, K, V, _ = random_instance(0)
+    with pytest.raises(AttnInputError, match="V"):
+        hd.gauss_legendre_error_bound(Q, K, V[:-1], 8)

@@ -189,3 +189,30 @@ def test_bad_input(rng):
         dp.exact_reference(stack, rng.normal(size=(4, 8)), rng.normal(size=(4, 7)))
     with pytest.raises(AttnInputError, match="errors must hold at least 3 positive"):
         dp.classify_growth([1e-3, 0.0, 1e-2])
+
+
+def test_observed_range_kernel_uses_the_largest_logit(rng):
+    # rows of Q and K all parallel: Cauchy–Schwarz is attained, so both rules give the same R
+    q = rng.normal(size=4)
+    Q, K = np.outer(np.arange(1.0, 6.0), q) * 0.3, np.outer(np.arange(1.0, 8.0), q) * 0.2
+    V, dO = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
+    poly = functools.partial(pm.exp_poly, eps=1e-3)
+    tight = dp.observed_range_kernel(poly, per_octave=0)
+    wide = dp.dense_polynomial_kernel(poly, per_octave=0)
+    assert np.allclose(tight.forward(Q, K, V, 0.5), wide.forward(Q, K, V, 0.5), atol=1e-13)
+    for a, b in zip(tight.backward(Q, K, V, dO, 0.5), wide.backward(Q, K, V, dO, 0.5), strict=True):
+        assert np.allclose(a, b, atol=1e-13)
+    # random rows: the observed range is smaller than the Cauchy–Schwarz one
+    Q, K = rng.normal(size=(6, 4)), rng.normal(size=(7, 4))
+    tight.forward(Q, K, V, 0.5)
+    R = max(tight.ranges)
+    assert R == pytest.approx(0.5 * np.abs(Q @ K.T).max())
+    cs = 0.5 * np.linalg.norm(Q, axis=1).max() * np.linalg.norm(K, axis=1).max()
+    assert R < cs
+
+
+def test_observed_range_kernel_rejects_bad_input():
+    with pytest.raises(AttnInputError, match="poly_for_range"):
+        dp.observed_range_kernel(3.0)
+    with pytest.raises(AttnInputError, match="per_octave"):
+        dp.observed_range_kernel(pm.exp_poly, per_octave=-1)

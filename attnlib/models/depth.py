@@ -57,6 +57,7 @@ __all__ = [
     "exact_kernel",
     "kernel_from_functions",
     "dense_polynomial_kernel",
+    "observed_range_kernel",
     "with_fallback",
     "AttentionStack",
     "GradientError",
@@ -193,6 +194,51 @@ def dense_polynomial_kernel(
         return scale * (dS @ K), scale * (dS.T @ Q), P.T @ dO
 
     return AttentionKernel(name, fwd, bwd)
+
+
+def observed_range_kernel(
+    poly_for_range, *, name: str = "polynomial (observed range)", per_octave: int = 16
+) -> AttentionKernel:
+    """Like :func:`dense_polynomial_kernel`, but the polynomial covers only the logits present.
+
+    R = max|τQKᵀ| (the largest logit of the call, rounded up to 2^(k/per_octave)) instead of
+    the Cauchy–Schwarz bound, so the interval [−R, R] just covers the logits and the
+    polynomial's error at its ends is spent on real scores. Used to make each layer's error
+    as large as the polynomial allows (Chapter 9, Q1). Costs O(n m d) per call for the range.
+    Forward and backward are the equations of :func:`dense_polynomial_kernel`. The returned
+    kernel's ``ranges`` maps each R used to its polynomial.
+
+    Raises
+    ------
+    AttnInputError
+        if ``poly_for_range`` is not callable or ``per_octave`` is not an integer >= 0.
+    """
+    if not callable(poly_for_range):
+        raise AttnInputError("poly_for_range must be a callable R -> polynomial")
+    per_octave = check_int("per_octave", per_octave, minimum=0)
+    cache: dict[float, object] = {}
+
+    def probabilities(Q, K, scale):
+        S = scale * (np.asarray(Q, dtype=np.float64) @ np.asarray(K, dtype=np.float64).T)
+        R = _grid_range(max(float(np.abs(S).max()), 1e-12), per_octave)
+        if R not in cache:
+            cache[R] = poly_for_range(R)
+        A = cache[R](S)
+        return A / A.sum(axis=1, keepdims=True)
+
+    def fwd(Q, K, V, scale):
+        return probabilities(Q, K, scale) @ np.asarray(V, dtype=np.float64)
+
+    def bwd(Q, K, V, dO, scale):
+        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, dO))
+        P = probabilities(Q, K, scale)
+        D = np.einsum("ij,ij->i", dO, P @ V)
+        dS = P * (dO @ V.T - D[:, None])
+        return scale * (dS @ K), scale * (dS.T @ Q), P.T @ dO
+
+    kernel = AttentionKernel(name, fwd, bwd)
+    kernel.ranges = cache
+    return kernel
 
 
 def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = None):
