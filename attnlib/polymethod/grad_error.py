@@ -4,11 +4,12 @@ Two bounds on the entrywise error ‖G̃ − G‖_max of :func:`approx_attention
 
 * :func:`loss_grad_error_bound` (ours): from the ratio bound of the approximate softmax,
   (1−ε)/(1+ε) ≤ f̃ᵢⱼ/fᵢⱼ ≤ (1+ε)/(1−ε) (Chapter 6), so |f̃ − f| ≤ η f entrywise with
-  η = 2ε/(1−ε). With H = ‖A₃Y‖_max and C = H + ‖E‖_max (a bound on |c| and |c̃|, because the
-  rows of f and f̃ are probability vectors)::
+  η = 2ε/(1−ε). With δ = rowsum(c ∘ (c + E)) (AS24's r), H = ‖A₃Y‖_max and
+  C = H + ‖E‖_max (a bound on |c| and |c̃|, because the rows of f and f̃ are probability
+  vectors)::
 
-      |c̃ − c| ≤ ηH,    |q̃ − q| ≤ dηH²,    |q̃| ≤ dCH,    |r̃ − r| ≤ dηH(H + C),    |r| ≤ dCH,
-      |p̃ − p|ᵢⱼ ≤ |f̃ − f|ᵢⱼ |q̃ᵢⱼ| + fᵢⱼ |q̃ − q|ᵢⱼ + |r̃ − r|ᵢ f̃ᵢⱼ + |rᵢ| |f̃ − f|ᵢⱼ
+      |c̃ − c| ≤ ηH,    |q̃ − q| ≤ dηH²,    |q̃| ≤ dCH,    |δ̃ − δ| ≤ dηH(H + C),    |δ| ≤ dCH,
+      |p̃ − p|ᵢⱼ ≤ |f̃ − f|ᵢⱼ |q̃ᵢⱼ| + fᵢⱼ |q̃ − q|ᵢⱼ + |δ̃ − δ|ᵢ f̃ᵢⱼ + |δᵢ| |f̃ − f|ᵢⱼ
                 ≤ ηdH fᵢⱼ [(2 + η)(C + H) + C],
 
   and since every row of f sums to 1, Σᵢⱼ |p̃ − p|ᵢⱼ ≤ n ηdH[(2 + η)(C + H) + C], so
