@@ -6,7 +6,11 @@ import pytest
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
-from attnlib.polymethod.grad_error import entrywise_product_bound, loss_grad_error_bound
+from attnlib.polymethod.grad_error import (
+    entrywise_product_bound,
+    loss_grad_error_bound,
+    loss_grad_magnitude_bound,
+)
 
 
 def _inputs(n, m, d, B, seed):
@@ -26,6 +30,10 @@ def test_loss_grad_error_bound_holds(n, m, d, B, eps):
     achieved = pm.max_relative_error(plan.polynomial(), plan.R)
     bound = loss_grad_error_bound(*args, eps=achieved)
     assert err <= bound
+    scale = loss_grad_magnitude_bound(*args)
+    eta = 2 * achieved / (1 - achieved)
+    assert np.abs(al.attention_loss_grad(*args)).max() <= scale
+    assert bound <= (2.5 + eta) * eta * scale * (1 + 1e-12)
     # the bound is linear in n: doubling the rows of A1 and E (same values) doubles it
     X, A1, A2, A3, Y, E = args
     doubled = loss_grad_error_bound(X, np.vstack([A1, A1]), A2, A3, Y, np.vstack([E, E]), eps=eps)
@@ -47,6 +55,7 @@ def test_inputs_are_not_modified():
     args = _inputs(20, 20, 3, 1.0, seed=1)
     copies = [a.copy() for a in args]
     loss_grad_error_bound(*args, eps=1e-3)
+    loss_grad_magnitude_bound(*args)
     entrywise_product_bound(args[1], args[2], 1e-3)
     for a, c in zip(args, copies, strict=True):
         assert np.array_equal(a, c)
@@ -64,6 +73,8 @@ def test_bad_arrays_raise():
         loss_grad_error_bound(X, A1, A2[:, :1], A3, Y, E, eps=1e-3)
     with pytest.raises(AttnInputError, match="E"):
         loss_grad_error_bound(X, A1, A2, A3, Y, E[:3], eps=1e-3)
+    with pytest.raises(AttnInputError, match="Y"):
+        loss_grad_magnitude_bound(X, A1, A2, A3, Y[:1], E)
     with pytest.raises(AttnInputError, match="A2"):
         entrywise_product_bound(A1, A2[:, :1], 1e-3)
     with pytest.raises(AttnInputError, match="A1"):

@@ -17,7 +17,10 @@ Two bounds on the entrywise error ‖G̃ − G‖_max of :func:`approx_attention
       ‖G̃ − G‖_max ≤ (1/d) ‖A₁‖_max ‖A₂‖_max Σᵢⱼ |p̃ − p|ᵢⱼ
                   ≤ n η ‖A₁‖_max ‖A₂‖_max H [(2 + η)(C + H) + C].
 
-  Linear in n: the rows of f̃ − f are small in ℓ₁, not just entrywise.
+  Linear in n: the rows of f̃ − f are small in ℓ₁, not just entrywise. The same estimates give
+  |pᵢⱼ| ≤ 2dCH fᵢⱼ, so every entry of G is at most Ĝ = 2n‖A₁‖_max‖A₂‖_max CH
+  (:func:`loss_grad_magnitude_bound`), and since H ≤ C the error relative to Ĝ is at most
+  (5/2 + η)η.
 * :func:`entrywise_product_bound`: the route of AS24's Theorem D.6, which bounds each entry of
   (1/d) A₁ᵀ(p̃ − p)A₂ by its n·m terms: (1/d) n m ‖A₁‖_max ‖A₂‖_max ‖p̃ − p‖_max, the
   factor n² of the paper when m = n.
@@ -38,7 +41,7 @@ from .._checks import (
     check_open_unit,
 )
 
-__all__ = ["entrywise_product_bound", "loss_grad_error_bound"]
+__all__ = ["entrywise_product_bound", "loss_grad_error_bound", "loss_grad_magnitude_bound"]
 
 
 def loss_grad_error_bound(X, A1, A2, A3, Y, E, *, eps) -> float:
@@ -60,6 +63,21 @@ def loss_grad_error_bound(X, A1, A2, A3, Y, E, *, eps) -> float:
     C = H + float(np.abs(E).max(initial=0.0))
     a1, a2 = float(np.abs(A1).max(initial=0.0)), float(np.abs(A2).max(initial=0.0))
     return n * eta * a1 * a2 * H * ((2.0 + eta) * (C + H) + C)
+
+
+def loss_grad_magnitude_bound(X, A1, A2, A3, Y, E) -> float:
+    """Ĝ = 2n·‖A₁‖_max·‖A₂‖_max·C·H ≥ ‖dL/dX‖_max, with H = ‖A₃Y‖_max and C = H + ‖E‖_max:
+    the scale against which :func:`loss_grad_error_bound` is a relative error.
+
+    Shapes as in :func:`attnlib.attention_loss_grad`. Time O((n + m)d²).
+
+    Raises :class:`attnlib.AttnInputError` on malformed arrays.
+    """
+    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
+    H = float(np.abs(A3.astype(np.float64) @ Y.astype(np.float64)).max(initial=0.0))
+    C = H + float(np.abs(E).max(initial=0.0))
+    a1, a2 = float(np.abs(A1).max(initial=0.0)), float(np.abs(A2).max(initial=0.0))
+    return 2.0 * A1.shape[0] * a1 * a2 * C * H
 
 
 def entrywise_product_bound(A1, A2, p_error_max) -> float:
