@@ -4,7 +4,7 @@ Everything here materialises the n×m score matrix. It is the exact, numerically
 baseline every other algorithm in attnlib is checked against, not a fast path
 (see :mod:`attnlib.fast` for the tiled kernels).
 
-Notation (FlashAttention's, THEORY.md §1): Q is n×d, K is m×d, V is m×d_v,
+Notation (FlashAttention's): Q is n×d, K is m×d, V is m×d_v,
 S = τ QKᵀ, P = row-softmax(S), O = PV, lse_i = log Σ_j exp(S_ij).
 """
 
@@ -220,7 +220,7 @@ def _check_values(h) -> None:
 
 
 def attention_loss_grad(X, A1, A2, A3, Y, E):
-    """dL/dX for AS24's loss, by the closed form of AS24 Lemma C.7 (THEORY.md §1).
+    """dL/dX for AS24's loss, by the closed form of AS24 Lemma C.7, with the factor 1/d.
 
     With S = A₁XA₂ᵀ/d::
 
@@ -233,8 +233,9 @@ def attention_loss_grad(X, A1, A2, A3, Y, E):
         p  = p₁ − diag(r) f
         dL/dX = (1/d) · A₁ᵀ p A₂                                 (d, d)
 
-    The factor 1/d comes from the 1/d inside exp; AS24's Appendices B–C drop it
-    (an erratum we found by finite differences; THEORY.md §1).
+    The factor 1/d comes from the 1/d inside exp. AS24's Appendices B–C leave it out on
+    purpose, as a rescaling; its Theorem D.6, whose f has the 1/d, keeps their formula
+    without it (our reading; finite differences confirm the 1/d).
 
     Raises :class:`AttnInputError` for invalid arguments, and when finite inputs overflow
     (the logits A₁XA₂ᵀ/d, the values A₃Y, or the gradient itself).

@@ -198,7 +198,7 @@ def loglog_crossover(x, y1, y2) -> float | None:
 
 
 # --------------------------------------------------------------------- the map of results
-# (issue 9: the landing page's figure; appended by the reading-experience helper)
+# (the preface's figure)
 
 
 def map_of_results(*, d: int = 64):
@@ -344,7 +344,7 @@ def map_of_results(*, d: int = 64):
 
 
 # ---------------------------------------------------------------------------------------
-# Part I/O, small caches (Chapters 4 and 5; appended by the issue-4 helper)
+# Part I/O, small caches (Chapters 4 and 5)
 # ---------------------------------------------------------------------------------------
 
 
@@ -652,7 +652,7 @@ def partition_figure(G, segments, M: int, *, title: str | None = None):
 
 
 # ------------------------------------------------------------------ the decision map (ch. 9)
-# (issue 7: the evidence chapter; appended by the evidence helper)
+# (Chapter 9)
 
 #: One colour per method of attnlib.advice.METHODS (exact, flash, smallcache, polynomial).
 DECISION_COLORS = ("#7f7f7f", "#1f77b4", "#d62728", "#2ca02c")

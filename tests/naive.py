@@ -1,6 +1,7 @@
 """Slow, obviously correct oracles: explicit Python loops over i and j, in float64.
 
-They follow the definitions line by line (THEORY.md §1) and share no code with attnlib.
+They follow the definitions line by line (FA2 Alg. 2; AS24 Def. 1.2 and Lemma C.7) and share
+no code with attnlib.
 Use them only on small inputs.
 """
 

@@ -420,6 +420,50 @@ raises(
 )
 raises(3, "loop_order_moves", "M=1", lambda: io.loop_order_moves(_G2, 1), word("M"))
 valid(3, "OptimalSchedule", "fields", lambda: io.optimal_io(_G2, 3), lambda r: r.io == 7)
+# Gauss–Legendre's error bound
+_QKV = tuple(np.random.default_rng(5).standard_normal(s) for s in ((4, 3), (5, 3), (5, 2)))
+raises(
+    3,
+    "gauss_legendre_error_bound",
+    "nodes=0",
+    lambda: hd.gauss_legendre_error_bound(*_QKV, 0),
+    word("nodes"),
+)
+raises(
+    3,
+    "gauss_legendre_error_bound",
+    "grid=0",
+    lambda: hd.gauss_legendre_error_bound(*_QKV, 8, grid=0),
+    word("grid"),
+)
+raises(
+    12,
+    "gauss_legendre_error_bound",
+    "Q=None",
+    lambda: hd.gauss_legendre_error_bound(None, *_QKV[1:], 8),
+    word("Q"),
+)
+raises(
+    2,
+    "gauss_legendre_error_bound",
+    "logits-overflow",
+    lambda: hd.gauss_legendre_error_bound(_QKV[0] * 1e200, _QKV[1] * 1e200, _QKV[2], 8),
+    "overflow",
+)
+raises(
+    15,
+    "gauss_legendre_error_bound",
+    "V=1e200-bound-overflows",
+    lambda: hd.gauss_legendre_error_bound(*_QKV[:2], _QKV[2] * 1e200, 8),
+    word("V"),
+)
+valid(
+    15,
+    "gauss_legendre_error_bound",
+    "falls-with-nodes",
+    lambda: (hd.gauss_legendre_error_bound(*_QKV, 8), hd.gauss_legendre_error_bound(*_QKV, 16)),
+    lambda b: 0 < b[1] < 1e-6 * b[0],
+)
 raises(3, "max_logit_range", "eps=10**400", lambda: pm.max_logit_range(10**400), word("eps"))
 raises(3, "max_logit_range", "eps=0", lambda: pm.max_logit_range(0), word("eps"))
 valid(3, "max_logit_range", "eps=1e-2", lambda: pm.max_logit_range(1e-2), lambda R: 14 < R < 15)

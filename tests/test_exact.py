@@ -128,7 +128,7 @@ def test_loss_grad_matches_finite_differences(rng):
 
 
 def test_loss_grad_is_the_flash_backward_pass(rng):
-    """THEORY.md §1: dL/dX = A₁ᵀ dQ with Q = A₁X, K = A₂, V = A₃Y, dO = O − E, τ = 1/d."""
+    """Chapter 1's dictionary: dL/dX = A₁ᵀ dQ, Q = A₁X, K = A₂, V = A₃Y, dO = O − E, τ = 1/d."""
     X, A1, A2, A3, Y, E = loss_inputs(rng, 12, 6, 15)
     d = 6
     O, lse = al.attention_forward(A1 @ X, A2, A3 @ Y, scale=1 / d)

@@ -24,7 +24,7 @@ def sat_count(clauses, n_vars):
 
 # ---------------------------------------------------------------- k-SAT → OV
 def test_sat_to_ov_on_500_random_3sat_formulas():
-    """SAT iff an orthogonal pair exists, and the witness maps back to a model (issue 6)."""
+    """SAT iff an orthogonal pair exists, and the witness maps back to a model."""
     n_sat = n_unsat = 0
     for seed in range(500):
         n_vars = 4 + seed % 13  # 4..16

@@ -1,4 +1,4 @@
-"""The I/O lower bounds as formulas (attnlib.iomodel.bounds, THEORY.md §3).
+"""The I/O lower bounds as formulas (attnlib.iomodel.bounds).
 
 Checked here: exact values on hand-computed cases, the two branches and where they meet
 (M = d², where both equal n²), the backward bound's lower-order option, the sparse bound's

@@ -1,5 +1,5 @@
-"""exp_poly, least_degree, aa22_degree: the guarantee on a dense grid, the THEORY.md table,
-and refusals of unreachable or malformed requests."""
+"""exp_poly, least_degree, aa22_degree: the guarantee on a dense grid, the table of measured
+degrees, and refusals of unreachable or malformed requests."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from attnlib import polymethod as pm
 RS = [0.25, 0.5, 1.0, 2.0, 4.0]
 EPSS = [1e-2, 1e-4, 1e-6]
 
-# THEORY.md §4, "Measured least degree for relative error ε on [−R, R]": (R, ε, Taylor, Cheb).
-THEORY_TABLE = [
+# Measured least degrees for relative error ε on [−R, R]: (R, ε, Taylor degree, Chebyshev degree).
+DEGREE_TABLE = [
     (0.5, 1e-3, 4, 3),
     (0.5, 1e-6, 7, 6),
     (1, 1e-3, 6, 5),
@@ -51,8 +51,8 @@ def test_exp_poly_relative_error_on_dense_grid(R, eps, kind):
         assert pm.max_relative_error(lower, R) > eps * (1 - 1e-3)
 
 
-@pytest.mark.parametrize("R, eps, taylor, cheb", THEORY_TABLE)
-def test_least_degree_reproduces_theory_table(R, eps, taylor, cheb):
+@pytest.mark.parametrize("R, eps, taylor, cheb", DEGREE_TABLE)
+def test_least_degree_reproduces_the_measured_table(R, eps, taylor, cheb):
     assert abs(pm.least_degree(R, eps, kind="taylor") - taylor) <= 1
     assert abs(pm.least_degree(R, eps, kind="chebyshev") - cheb) <= 1
 

@@ -1,7 +1,7 @@
 """Part hardness: SETH → k-SAT → Orthogonal Vectors → attention → attention gradient.
 
 Every link of AS24's lower-bound chain is a function that builds one problem's instance
-from the previous one (THEORY.md §5); the book checks on many instances that the answer is
+from the previous one; the book checks on many instances that the answer is
 preserved. :mod:`.sat` holds CNF formulas, :mod:`.reductions` the reductions.
 """
 

@@ -1,12 +1,12 @@
 """The chain of reductions behind AS24's lower bound, each link a runnable function.
 
-k-SAT → Orthogonal Vectors → attention → attention gradient (THEORY.md §5):
+k-SAT → Orthogonal Vectors → attention → attention gradient:
 
 - :func:`sat_to_ov` is Williams' split-and-list reduction (Williams 2005): a formula on N
   variables becomes two sets of 2^{N/2} vectors with one coordinate per clause.
 - :func:`brute_force_ov` is the quadratic baseline (a compiled kernel).
 - :func:`ov_to_attention` builds an attention instance whose output decides OV. It is **our**
-  construction (THEORY.md §5 [ours]); its entries are Θ(log n) when d = Θ(log n).
+  construction (ours); its entries are Θ(log n) when d = Θ(log n).
 - :func:`gap_ann_to_attention` does the same for planted Gap Hamming nearest-neighbour
   instances with entries Θ(√log n): **our variant** of the instance shape of AS23 Lemma 4.7 /
   AS24 Lemma E.2, with dummy keys at a mid level. Only planted instances are available:
@@ -27,6 +27,7 @@ same problem with Q and K rescaled by √(τ·d).
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numba import njit
@@ -305,7 +306,7 @@ def planted_ov(n, m, *, orthogonal: bool, seed, density: float = 0.5):
 
 
 # ---------------------------------------------------------------------------------------
-# OV → attention, entries Θ(log n)   [ours, THEORY.md §5]
+# OV → attention, entries Θ(log n)   [ours]
 # ---------------------------------------------------------------------------------------
 
 
@@ -328,7 +329,7 @@ def _instance_size(na: int, nb: int) -> int:
 def ov_to_attention(A, B, *, scale=None):
     """Attention instance deciding OV: YES iff ``max(attention(Q, K, V)[:, 0]) >= threshold``.
 
-    Our construction (THEORY.md §5, tagged [ours]). With n = max(n_a, n_b, 3) and
+    Our construction. With n = max(n_a, n_b, 3) and
     β = 3 ln n:
 
     - query i is s·A_i; real key j is -s·B_j; then n zero "dummy" keys;
@@ -463,7 +464,7 @@ def gap_ann_to_attention(A, B, t, eps, *, scale=None):
     bounded entries, V ∈ {0, 1}, and logits on a few levels. The promise: YES if some pair
     (A_i, B_j) has Hamming distance ≤ t, NO if every pair has distance ≥ (1+ε)t.
 
-    Construction (THEORY.md §5, [ours]), with n = max(n_a, n_b, 3):
+    Our construction, with n = max(n_a, n_b, 3):
 
     - encode a' = (a, 1-a) and b' = (b, 1-b) in {0,1}^{2m}, so ⟨a', b'⟩ = m - Ham(a, b);
     - a mid level t' = t + εt/2 and β = (2 ln n + 2)/(t' - t);
@@ -682,8 +683,13 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     nodes = check_int("nodes", nodes, maximum=4096)
     grid = check_int("grid", grid, maximum=100_000)
     tau = check_scale(scale, Q.shape[1])
-    S = tau * (Q @ K.T)
-    widths = S.max(axis=1) - S.min(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = tau * (Q @ K.T)
+        widths = S.max(axis=1) - S.min(axis=1)
+    if not np.isfinite(widths).all():
+        raise AttnInputError(
+            "the logits scale * Q @ K.T overflow float64: Q, K or scale is too large"
+        )
     W = float(widths.max())
     vmax = float(np.abs(V).max())
     if W == 0.0 or vmax == 0.0:
@@ -692,8 +698,18 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     theta = (np.arange(grid) + 0.5) / grid
     y = theta * math.pi / W
     c = np.cos(theta * math.pi / 2)
-    phi = V.shape[1] * vmax**2 * float(widths.sum()) * (1 + 1 / c) / c**2
     rho = 2 * y + np.sqrt(1 + 4 * y**2)
-    # log form: rho^(-2N) underflows long before the bound stops mattering
-    log_bound = np.log(32 / 15 * phi) - 2 * nodes * np.log(rho) - np.log(rho**2 - 1)
-    return float(np.exp(log_bound.min()))
+    # In logs: Φ(y) overflows for large V, and ρ^(-2N) underflows long before the bound
+    # stops mattering.
+    log_phi = (
+        math.log(V.shape[1])
+        + 2 * math.log(vmax)
+        + math.log(float(widths.sum()))
+        + np.log((1 + 1 / c) / c**2)
+    )
+    with np.errstate(divide="ignore"):
+        log_bound = math.log(32 / 15) + log_phi - 2 * nodes * np.log(rho) - np.log(rho**2 - 1)
+    best = float(log_bound.min())
+    if best > math.log(sys.float_info.max):
+        raise AttnInputError(f"the bound overflows a float: V is too large (max |V| = {vmax:.3g})")
+    return math.exp(best)

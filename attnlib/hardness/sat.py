@@ -5,7 +5,7 @@ signed literals: ``3`` means x₃ and ``-3`` means ¬x₃ (variables are numbere
 0 is not a literal). An assignment is a tuple of ``n_vars`` booleans, entry ``v - 1`` being
 the value of x_v.
 
-SETH (AS24 Hypothesis 3.1, THEORY.md §5) is a statement about exactly this problem: for every
+SETH (AS24 Hypothesis 3.1) is a statement about exactly this problem: for every
 ε > 0 there is a k such that k-SAT on N variables cannot be solved in time 2^{(1-ε)N}.
 :func:`brute_force_sat` is the 2^N baseline the hypothesis says cannot be beaten by much.
 """

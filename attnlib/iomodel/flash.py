@@ -1,6 +1,6 @@
 """FlashAttention's forward and backward schedules on the two-level machine, with exact counts.
 
-Notation (THEORY.md §1): Q is n×d, K is m×d, V is m×d_v, S = τQKᵀ, P = row-softmax(S),
+Notation (FlashAttention's): Q is n×d, K is m×d, V is m×d_v, S = τQKᵀ, P = row-softmax(S),
 O = PV, lse = row log-sum-exp of S; D = d + d_v below is the width of one key row of K and V
 together.
 

@@ -1,6 +1,6 @@
 """An executable two-level memory: the red-blue pebble game with every word counted.
 
-Hong and Kung's model (HK81; SY24 §2; THEORY.md §2): a fast memory of at most M words, an
+Hong and Kung's model (HK81; SY24 §2): a fast memory of at most M words, an
 unbounded slow memory, and a cost of one I/O per word moved between them. Computation is
 free but may only use values that are in fast memory.
 

@@ -5,7 +5,8 @@ handful of rows and its I/O, Θ(n²d²/M), exceeds the cost of simply writing th
 matrix. The two algorithms here write it instead, and compute every product of the pass
 by **square b×b tiles**, so each is a sequence of tiled matrix products whose I/O is
 Θ(n²d/b) = Θ(n²d/√M), plus Θ(n²) for the score-shaped matrices that go to slow memory.
-Below M ≈ d² that is smaller by a factor ≈ d/√M (SY24 Thm 3.1; LLS+24 Thm 1.1).
+Below M ≈ d² that is smaller by a factor ≈ d/√M (SY24 Thm 3.1 for the forward pass; for the
+backward pass LLS+24, whose abstract states it in words).
 
 * :func:`smallcache_forward` is SY24's Algorithm 1 (square tiling of S = QKᵀ, then of PV),
   **with one change**: SY24 writes exp(S) and its row sums, which overflows for logits
@@ -13,7 +14,7 @@ Below M ≈ d² that is smaller by a factor ≈ d/√M (SY24 Thm 3.1; LLS+24 Thm
   row maximum and row sum (FA1 Alg. 1's rescaling) while it does, and subtracts the
   log-sum-exp in phase 2. The I/O is the same. SY24's unsafe variant is kept behind the
   private flag ``_sy24_unsafe=True``, for the book to show the overflow.
-* :func:`smallcache_backward` is **our reconstruction** (THEORY.md §3, tagged [ours]) of a
+* :func:`smallcache_backward` is **our reconstruction** of a
   small-cache backward pass consistent with the bound LLS+24 state; their algorithm's text
   was not available to us. It materialises P and dS in slow memory and computes
   dV = PᵀdO, dQ = τ·dS K and dK = τ·dSᵀQ by square tiles.
@@ -228,11 +229,11 @@ def smallcache_forward_count(
     return IOCount(reads, writes, peak)
 
 
-# ---- backward: our reconstruction (THEORY.md §3) ------------------------------------------
+# ---- backward: our reconstruction --------------------------------------------------------
 
 
 def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool = False):
-    """Attention backward by square tiles, for caches smaller than d² ([ours], THEORY.md §3).
+    """Attention backward by square tiles, for caches smaller than d² (our reconstruction).
 
     Our reconstruction of a small-cache backward pass consistent with LLS+24's stated
     bound Θ(n²d/√M) for M = o(d²) (their algorithm's text was not available to us). It

@@ -122,7 +122,7 @@ def forward_error_bound(eps, V_max) -> float:
 def logit_range(Q, K, *, scale) -> float:
     """R = τ · maxᵢ‖Qᵢ‖₂ · maxⱼ‖Kⱼ‖₂ ≥ max |τ QKᵀ|, in O((n+m)d) time (Cauchy–Schwarz).
 
-    With |Q|∞, |K|∞ ≤ B and τ = 1/d this is at most B² (THEORY.md §4, logit range).
+    With |Q|∞, |K|∞ ≤ B and τ = 1/d this is at most B² (the logit range).
     """
     Q = as_float_array("Q", Q)
     K = as_float_array("K", K)
@@ -310,7 +310,7 @@ def _light_hadamard_times(U1, V1, A, B, right):
     """(f̃ ∘ (A Bᵀ)) · right without the rank-r·k Kronecker factors of AS24 Lemma D.4.
 
     f̃ = U₁V₁ᵀ (n×m), A (n, k), B (m, k), right (m, p) → (n, p). Uses the memory-light form
-    f̃ ∘ (ABᵀ) = Σ_t diag(A_{:,t}) f̃ diag(B_{:,t}) [ours, THEORY.md §4], with the k terms
+    f̃ ∘ (ABᵀ) = Σ_t diag(A_{:,t}) f̃ diag(B_{:,t}) [ours], with the k terms
     batched into two matrix products: W = V₁ᵀ(B ⊘ right) is r × kp, and U₁W is n × kp.
     The ⊘ here joins two thin matrices (n × kp extra memory), never U₁ with anything.
     Time O((n+m) r k p).
@@ -335,7 +335,7 @@ def approx_attention_backward(
 ):
     """The backward pass with P replaced by the low-rank f̃ = U₁V₁ᵀ: AS24 §D in QKV form.
 
-    The FlashAttention backward equations (THEORY.md §1) with f̃ for P, all through factors::
+    The FlashAttention backward equations (FA2 Alg. 2) with f̃ for P, all through factors::
 
         Õ  = f̃ V = U₁(V₁ᵀV)                                   (n, d_v)
         dV = f̃ᵀ dO = V₁(U₁ᵀ dO)                                (m, d_v)
@@ -344,7 +344,7 @@ def approx_attention_backward(
         dQ = τ dS̃ K = τ[Σ_t diag(dO_t) f̃ diag(V_t) K − D̃ ∘ (f̃K)]
         dK = τ dS̃ᵀ Q = τ[Σ_t diag(V_t) f̃ᵀ diag(dO_t) Q − f̃ᵀ(D̃ ∘ Q)]
 
-    Dictionary to AS24 (THEORY.md §1): Q = A₁X, K = A₂, V = h = A₃Y, dO = c̃, D̃ = r̃,
+    Dictionary to AS24 (Chapter 1): Q = A₁X, K = A₂, V = h = A₃Y, dO = c̃, D̃ = r̃,
     dS̃ = p̃, τ = 1/d; then AS24's gradient is A₁ᵀ dQ (see
     :func:`approx_attention_loss_grad`).
 

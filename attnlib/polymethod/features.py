@@ -9,7 +9,7 @@ a sum over the multi-indices α ∈ ℕ^d with |α| ≤ g. Hence, with one colum
     U[i, α] = c_{|α|} (|α|!/α!) τ^{|α|} Q_i^α,     V[j, α] = K_j^α,
 
 we have U Vᵀ = P(τ QKᵀ) exactly (up to rounding) with rank r = C(g+d, d) [ours, an exact
-identity; THEORY.md §4]. AS23 (Lemma 3.1 and §3) quotes the looser count C(2(g+d), 2g);
+identity]. AS23 (Lemma 3.1 and §3) quotes the looser count C(2(g+d), 2g);
 both are exposed so the book can compare them.
 
 The map is built degree by degree, vectorised over rows: a degree-k monomial is a degree-(k−1)
@@ -204,7 +204,7 @@ def poly_features(Q, K, poly, *, scale):
     U : (n, r), U[i, α] = c_{|α|} (|α|!/α!) τ^{|α|} Q_i^α
     V : (m, r), V[j, α] = K_j^α
     The columns follow :func:`multi_indices` (d, g). Exact identity (multinomial theorem);
-    THEORY.md §4 "Feature map" [ours]; AS23 §3 uses the same construction.
+    Our derivation; AS23 §3 uses the same construction.
     """
     Q = as_float_array("Q", Q)
     K = as_float_array("K", K)
