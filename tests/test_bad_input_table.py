@@ -177,6 +177,21 @@ for fname, f in [("attention_forward", al.attention_forward), ("attention", al.a
     raises(3, fname, "scale=10**400", lambda f=f: f(Q, K, V, scale=10**400), word("scale"))
     raises(0, fname, "mask=int", lambda f=f: f(Q, K, V, mask=np.ones((6, 5))), word("mask"))
     raises(0, fname, "mask=shape", lambda f=f: f(Q, K, V, mask=np.ones((5, 5), bool)), "mask")
+    raises(0, fname, "is_causal=1", lambda f=f: f(Q, K, V, is_causal=1), word("is_causal"))
+    raises(
+        0,
+        fname,
+        "H-not-H_kv",
+        lambda f=f: f(Q.reshape(1, 2, 3, 4), K[None, None], V[None, None]),
+        word("enable_gqa=True"),
+    )
+    raises(
+        0,
+        fname,
+        "enable_gqa=str",
+        lambda f=f: f(Q.reshape(1, 2, 3, 4), K[None, None], V[None, None], enable_gqa="y"),
+        word("enable_gqa"),
+    )
     raises(
         2,
         fname,
@@ -257,6 +272,24 @@ bad_arrays(
     0, "attention_backward", "dO", lambda v: al.attention_backward(Q, K, V, O_REF, v, LSE_REF)
 )
 bad_arrays(0, "attention_backward", "O", lambda v: al.attention_backward(Q, K, V, v, dO, LSE_REF))
+raises(
+    0,
+    "attention_backward",
+    "is_causal+mask",
+    lambda: al.attention_backward(
+        Q, K, V, O_REF, dO, LSE_REF, is_causal=True, mask=np.ones((6, 5), bool)
+    ),
+    r"mask and is_causal",
+)
+raises(
+    0,
+    "attention_backward",
+    "batched-lse-shape",
+    lambda: al.attention_backward(
+        Q[None], K[None], V[None], O_REF[None], dO[None], LSE_REF, enable_gqa=True
+    ),
+    word("lse"),
+)
 raises(
     0,
     "attention_backward",
