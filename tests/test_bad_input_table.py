@@ -850,6 +850,13 @@ raises(
     lambda: io.arithmetic_intensity(16, 4, 4096, which="sideways"),
     "which",
 )
+raises(
+    0,
+    "arithmetic_intensity",
+    "causal=str",
+    lambda: io.arithmetic_intensity(16, 4, 4096, causal="yes"),
+    word("causal"),
+)
 bad_ints(0, "prefill_decode_intensity", "m", lambda v: io.prefill_decode_intensity(v, 4, 4096))
 raises(
     0,

@@ -113,6 +113,11 @@ def test_causal_saving_tends_to_one_half_and_the_excess_is_the_diagonal(which):
     for n in (256, 1024, 4096):
         s = io.causal_saving(n, 16, 4000, which=which)
         assert s.other_words + s.interior_words + s.diagonal_words == s.causal
+        # the traffic charged to no tile is the dense pass's: Q read, O and lse written
+        # (forward); D pass, K, V read once, dK, dV and D written (backward, n = m, d_v = d)
+        d = 16
+        assert s.other_words == (n * d + n * (d + 1) if which == "forward" else 5 * n * d + n)
+        assert s.interior_words > 0 and s.diagonal_words > 0
         assert s.fraction == s.causal / s.dense
         fractions.append(s.fraction)
         # without the masked half of the diagonal tiles only the untiled traffic remains

@@ -73,7 +73,7 @@ def test_gqa_counts_equal_closed_forms_and_outputs_equal_exact(H, H_kv, n, m, d,
     assert counts[True][0].total <= counts[False][0].total
     assert counts[True][1].total <= counts[False][1].total
     kv = {g: counts[g][0].reads - H * n * d for g in (True, False)}
-    assert kv[False] == io.gqa_kv_reuse(H, H_kv, n, d, M, d_v=d_v) * kv[True]
+    assert kv[False] / kv[True] == io.gqa_kv_reuse(H, H_kv, n, d, M, d_v=d_v)
     if d == d_v:
         bound = io.gqa_lower_bound(H, H_kv, n, d, M, m=m)
         assert counts[True][0].total >= bound
@@ -136,3 +136,12 @@ def test_flops_and_intensity():
         assert 1.9 < it.decode < 2.0
         assert it.prefill > prev and it.prefill > it.decode
         prev = it.prefill
+    # causal prefill: half the useful flops over about half the words
+    full = io.arithmetic_intensity(1024, 64, 10**5)
+    causal = io.arithmetic_intensity(1024, 64, 10**5, causal=True)
+    kept = io.causal_score_count(1024)
+    want = (
+        io.attention_flops(1024, 64, kept=kept)
+        / io.flash_forward_causal_count(1024, 64, 10**5).total
+    )
+    assert causal == want and 0.5 * full < causal < full

@@ -215,8 +215,9 @@ class CausalSaving(NamedTuple):
     forward; the D pass, K, V, dK, dV in the backward),
     ``interior_words`` (tiles wholly below the diagonal) and ``diagonal_words`` (tiles the
     diagonal crosses, loaded whole though partly masked). ``fraction`` = causal / dense;
-    ``fraction_without_diagonal`` = (causal − diagonal_words / 2) / dense is what a schedule
-    moving only the kept half of each diagonal tile would reach."""
+    ``fraction_without_diagonal`` = (causal − diagonal_words / 2) / dense removes half of the
+    diagonal tiles' words, about their masked part (exactly half when B_r = B_c divides n):
+    the excess of ``fraction`` over it is the price of loading diagonal tiles whole."""
 
     dense: int
     causal: int

@@ -36,10 +36,16 @@ from .._checks import (
     AttnInputError,
     as_float_array,
     check_bool,
+    check_choice,
     check_int,
     check_scale,
     check_shape,
     float_dtype,
+)
+from .causal import (
+    causal_score_count,
+    flash_backward_causal_count,
+    flash_forward_causal_count,
 )
 from .flash import (
     flash_backward,
@@ -445,8 +451,6 @@ def attention_flops(
     :func:`causal_score_count` for the useful flops of causal attention). Raises
     AttnInputError for arguments below 1 or an unknown ``which``.
     """
-    from .._checks import check_choice
-
     n, d = check_int("n", n), check_int("d", d)
     m = n if m is None else check_int("m", m)
     d_v = d if d_v is None else check_int("d_v", d_v)
@@ -463,17 +467,24 @@ def arithmetic_intensity(
     m: int | None = None,
     d_v: int | None = None,
     which: str = "forward",
+    causal=False,
 ) -> float:
-    """Flops per word moved of FlashAttention-2's dense pass on a machine of M words:
-    :func:`attention_flops` / (:func:`flash_forward_count` or :func:`flash_backward_count`)
-    ``.total``. Roughly 2·B_r (forward) for n >> B_r: the number of query rows sharing each
-    loaded K, V row. Raises AttnInputError for arguments below 1 or an unknown ``which``."""
+    """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
+    :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count`,
+    :func:`flash_backward_count`, or their causal twins with the useful flops of the
+    :func:`causal_score_count` kept scores when ``causal``). Roughly 2·B_r for the forward
+    when n >> B_r: the number of query rows sharing each loaded K, V row. Raises
+    AttnInputError for arguments below 1 or an unknown ``which``."""
     n, d, M, m, d_v = _dims(n, d, M, m, d_v)
-    flops = attention_flops(n, d, m=m, d_v=d_v, which=which)
-    count = (flash_forward_count if which == "forward" else flash_backward_count)(
-        n, d, M, m=m, d_v=d_v
-    )
-    return flops / count.total
+    which = check_choice("which", which, ("forward", "backward"))
+    if check_bool("causal", causal):
+        kept = causal_score_count(n, m)
+        count = flash_forward_causal_count if which == "forward" else flash_backward_causal_count
+    else:
+        kept = None
+        count = flash_forward_count if which == "forward" else flash_backward_count
+    flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
+    return flops / count(n, d, M, m=m, d_v=d_v).total
 
 
 class Intensity(NamedTuple):
