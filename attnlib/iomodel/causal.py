@@ -21,10 +21,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import (
-    AttnInputError,
     check_backward_inputs,
     check_choice,
     check_int,
+    check_memory,
     check_qkv,
 )
 from .bounds import sparse_lower_bound
@@ -61,8 +61,7 @@ def causal_mask(n: int, m: int | None = None) -> np.ndarray:
     sizes below 1 or a mask too large for memory."""
     n = check_int("n", n)
     m = n if m is None else check_int("m", m)
-    if n * m > 2**31:
-        raise AttnInputError(f"n·m = {n * m} is too large for an explicit causal mask (n, m)")
+    check_memory("the (n, m) causal mask", n * m, culprits="n or m")
     return np.tri(n, m, dtype=bool)
 
 

@@ -221,10 +221,10 @@ def gqa_lower_bound(H: int, H_kv: int, n: int, d: int, M: int, *, m: int | None 
         max( (H·n + 2·H_kv·m)·d + H·n·d,  H_kv·min(g·n·m·d²/M, g·n·m·d/√M) )
 
     The first term is the trivial bound (every input read once, O written once). The
-    second is **our reading**: each group is one attention instance with g·n query rows
-    sharing m keys, to which we apply the shape of SY24 Theorem 3.1 (stated there for
-    n = m) with the rows and keys kept apart, constant 1; sharing K, V inside a group cannot
-    lower it, since the stacked instance is exactly what the grouped schedule computes.
+    second is **our reading**; no paper we cite states a bound for grouped heads. We treat
+    each group as one attention instance with g·n query rows sharing m keys (the
+    computation the grouped schedule performs) and apply the shape of SY24 Theorem 3.1,
+    stated there for n = m, with the rows and keys kept apart and constant 1.
     Raises AttnInputError for arguments below 1 or H not a multiple of H_kv.
     """
     H, H_kv, g = _check_head_counts(H, H_kv)
