@@ -6,6 +6,12 @@ baseline every other algorithm in attnlib is checked against, not a fast path
 
 Notation (FlashAttention's): Q is n×d, K is m×d, V is m×d_v,
 S = τ QKᵀ, P = row-softmax(S), O = PV, lse_i = log Σ_j exp(S_ij).
+
+:func:`attention_forward`, :func:`attention` and :func:`attention_backward` also take
+batched, multi-head input in the layout of PyTorch's ``scaled_dot_product_attention``:
+Q (..., H, n, d), K (..., H_kv, m, d), V (..., H_kv, m, d_v), with ``is_causal`` (key j kept
+for query i iff j <= i) and ``enable_gqa`` (H a multiple of H_kv; query head h uses key/value
+head h // (H / H_kv)). Each head is the 2-D computation; 2-D input behaves as before.
 """
 
 from __future__ import annotations
@@ -14,11 +20,14 @@ import numpy as np
 
 from ._checks import (
     AttnInputError,
+    as_float_array,
     check_backward_inputs,
+    check_bool,
     check_loss_inputs,
     check_mask,
     check_qkv,
     check_scale,
+    check_shape,
     float_dtype,
 )
 
@@ -70,21 +79,27 @@ def _probabilities(S, lse):
     return P
 
 
-def attention_forward(Q, K, V, *, scale=None, mask=None):
+def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=False):
     """Softmax attention O = softmax(τ QKᵀ) V and the row log-sum-exp.
 
     Parameters
     ----------
-    Q : (n, d) float32 or float64
-    K : (m, d)
-    V : (m, d_v)
+    Q : (n, d) float32 or float64, or batched multi-head (..., H, n, d)
+    K : (m, d), or (..., H_kv, m, d) with the batch dimensions of Q
+    V : (m, d_v), or (..., H_kv, m, d_v)
     scale : τ > 0, default 1/√d
-    mask : optional boolean (n, m); True keeps a score, False sets it to -inf
+    mask : optional boolean (n, m) (batched: any shape broadcastable to (..., H, n, m));
+        True keeps a score, False sets it to -inf
+    is_causal : keep score (i, j) only if j <= i (top-left aligned, as PyTorch's
+        ``scaled_dot_product_attention``); not together with ``mask``
+    enable_gqa : batched input only: allow H_kv < H (H a multiple of H_kv); query head h
+        attends with key/value head h // (H / H_kv), PyTorch's grouped-query convention
 
     Returns
     -------
-    O : (n, d_v), in the inputs' common dtype
-    lse : (n,), lse_i = log Σ_j exp(S_ij); -inf for a fully masked row, whose O row is 0
+    O : (n, d_v) (batched: (..., H, n, d_v)), in the inputs' common dtype
+    lse : (n,) (batched: (..., H, n)), lse_i = log Σ_j exp(S_ij); -inf for a fully masked
+        row, whose O row is 0
 
     The max-subtracted softmax keeps logits of ±1e4 finite (FA1 Alg. 1, lines 10–12), and
     P is normalised before it multiplies V, so O is representable whenever V is.
@@ -94,6 +109,9 @@ def attention_forward(Q, K, V, *, scale=None, mask=None):
     AttnInputError
         for invalid arguments, and when finite inputs make a kept logit of τ QKᵀ overflow.
     """
+    if _is_batched(Q):
+        return _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa)
+    mask = _causal_or_mask(Q, K, mask, is_causal)
     return _attention_forward(Q, K, V, scale=scale, mask=mask)
 
 
@@ -125,12 +143,20 @@ def _attention_forward(Q, K, V, *, scale=None, mask=None, names=("Q", "K", "scal
     return O, lse
 
 
-def attention(Q, K, V, *, scale=None, mask=None):
-    """O = softmax(τ QKᵀ) V, shape (n, d_v). See :func:`attention_forward`."""
-    return attention_forward(Q, K, V, scale=scale, mask=mask)[0]
+def attention(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=False):
+    """O = softmax(τ QKᵀ) V, shape (n, d_v) or batched (..., H, n, d_v).
+
+    Arguments as in :func:`attention_forward` (Q (n, d) or (..., H, n, d), K and V (m, ·)
+    or (..., H_kv, m, ·)). Raises AttnInputError as :func:`attention_forward` does.
+    """
+    return attention_forward(
+        Q, K, V, scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa
+    )[0]
 
 
-def attention_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None):
+def attention_backward(
+    Q, K, V, O, dO, lse, *, scale=None, mask=None, is_causal=False, enable_gqa=False
+):
     """Gradients of a scalar loss through O = softmax(τ QKᵀ) V, given dO = ∂loss/∂O.
 
     Implements FlashAttention-2's backward equations (FA2 Alg. 2; FA1 App. B.2), with P
@@ -146,15 +172,24 @@ def attention_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None):
 
     Parameters
     ----------
-    Q, K, V : (n, d), (m, d), (m, d_v)
+    Q, K, V : (n, d), (m, d), (m, d_v), or batched (..., H, n, d), (..., H_kv, m, d),
+        (..., H_kv, m, d_v)
     O, lse : the outputs of :func:`attention_forward` on the same inputs
-    dO : (n, d_v)
-    scale, mask : as in :func:`attention_forward`
+    dO : (n, d_v) (batched: (..., H, n, d_v))
+    scale, mask, is_causal, enable_gqa : as in :func:`attention_forward`
 
     Returns
     -------
-    dQ, dK, dV : (n, d), (m, d), (m, d_v). Fully masked rows contribute nothing.
+    dQ, dK, dV : shaped like Q, K, V. Fully masked rows contribute nothing; with grouped
+    heads, dK and dV of a key/value head sum the contributions of its H / H_kv query heads.
+
+    Raises
+    ------
+    AttnInputError for invalid arguments (the message names the argument).
     """
+    if _is_batched(Q):
+        return _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa)
+    mask = _causal_or_mask(Q, K, mask, is_causal)
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
     m = K.shape[0]
@@ -170,6 +205,130 @@ def attention_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None):
     t = dtype.type(tau)
     dQ = (dS @ K) * t
     dK = (dS.T @ Q) * t
+    return dQ, dK, dV
+
+
+# ---------------------------------------------------------------------------------------
+# Batched, multi-head input (PyTorch's scaled_dot_product_attention conventions)
+# ---------------------------------------------------------------------------------------
+
+
+def _is_batched(Q) -> bool:
+    """Q has three or more dimensions (checked fully later; ragged input is not batched)."""
+    try:
+        return np.ndim(Q) >= 3
+    except Exception:  # ragged lists and the like: the 2-D path reports them
+        return False
+
+
+def _causal_or_mask(Q, K, mask, is_causal):
+    """The 2-D element mask: ``mask``, or the causal mask when ``is_causal``."""
+    if not check_bool("is_causal", is_causal):
+        return mask
+    if mask is not None:
+        raise AttnInputError("mask and is_causal=True cannot be given together")
+    n, m = np.shape(as_float_array("Q", Q))[0], np.shape(as_float_array("K", K))[0]
+    return np.tri(n, m, dtype=bool)
+
+
+def _check_batched_qkv(Q, K, V, enable_gqa):
+    """Q (..., H, n, d), K (..., H_kv, m, d), V (..., H_kv, m, d_v), same batch dimensions,
+    H == H_kv unless ``enable_gqa`` (then H a multiple of H_kv). Returns arrays and g."""
+    Q = as_float_array("Q", Q, ndim=None)
+    K = as_float_array("K", K, ndim=None)
+    V = as_float_array("V", V, ndim=None)
+    for name, a, like in (("K", K, "(..., H_kv, m, d)"), ("V", V, "(..., H_kv, m, d_v)")):
+        if a.ndim != Q.ndim:
+            raise AttnInputError(
+                f"{name} must have {Q.ndim} dimensions {like} like Q, got shape {a.shape}"
+            )
+        if a.shape[:-3] != Q.shape[:-3]:
+            raise AttnInputError(
+                f"{name} must have Q's batch dimensions {Q.shape[:-3]}, got shape {a.shape}"
+            )
+    H, _, d = Q.shape[-3:]
+    H_kv, m, _ = K.shape[-3:]
+    if K.shape[-1] != d:
+        raise AttnInputError(f"K must have d={d} columns like Q, got {K.shape[-1]}")
+    if V.shape[-3:-1] != (H_kv, m):
+        raise AttnInputError(
+            f"V must have (H_kv, m) = {(H_kv, m)} like K in (..., H_kv, m, d_v), got {V.shape}"
+        )
+    gqa = check_bool("enable_gqa", enable_gqa)
+    if H != H_kv and not gqa:
+        raise AttnInputError(
+            f"K has H_kv={H_kv} heads and Q has H={H}: pass enable_gqa=True for grouped-query "
+            "attention"
+        )
+    if H % H_kv:
+        raise AttnInputError(f"Q's head count H={H} must be a multiple of K's H_kv={H_kv}")
+    return Q, K, V, H // H_kv
+
+
+def _batched_mask(mask, is_causal, shape):
+    """The (..., H, n, m) keep-mask (a broadcast view), or None."""
+    causal = check_bool("is_causal", is_causal)
+    if causal and mask is not None:
+        raise AttnInputError("mask and is_causal=True cannot be given together")
+    if causal:
+        return np.broadcast_to(np.tri(shape[-2], shape[-1], dtype=bool), shape)
+    if mask is None:
+        return None
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
+    try:
+        return np.broadcast_to(arr, shape)
+    except ValueError:
+        raise AttnInputError(
+            f"mask must be broadcastable to (..., H, n, m) = {shape}, got {arr.shape}"
+        ) from None
+
+
+def _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa):
+    Q, K, V, g = _check_batched_qkv(Q, K, V, enable_gqa)
+    *batch, H, n, d = Q.shape
+    m, d_v = V.shape[-2:]
+    tau = check_scale(scale, d)
+    mask = _batched_mask(mask, is_causal, (*batch, H, n, m))
+    dtype = float_dtype(Q, K, V)
+    O = np.empty((*batch, H, n, d_v), dtype=dtype)
+    lse = np.empty((*batch, H, n), dtype=dtype)
+    for b in np.ndindex(*batch):
+        for h in range(H):
+            keep = None if mask is None else mask[(*b, h)]
+            O[(*b, h)], lse[(*b, h)] = _attention_forward(
+                Q[(*b, h)], K[(*b, h // g)], V[(*b, h // g)], scale=tau, mask=keep
+            )
+    return O, lse
+
+
+def _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa):
+    Q, K, V, g = _check_batched_qkv(Q, K, V, enable_gqa)
+    *batch, H, n, d = Q.shape
+    m, d_v = V.shape[-2:]
+    O = as_float_array("O", O, ndim=None)
+    check_shape("O", O, (*batch, H, n, d_v), "(..., H, n, d_v)")
+    dO = as_float_array("dO", dO, ndim=None)
+    check_shape("dO", dO, (*batch, H, n, d_v), "(..., H, n, d_v) like O")
+    lse = as_float_array("lse", lse, ndim=None, allow_neg_inf=True)
+    check_shape("lse", lse, (*batch, H, n), "(..., H, n)")
+    tau = check_scale(scale, d)
+    mask = _batched_mask(mask, is_causal, (*batch, H, n, m))
+    dtype = float_dtype(Q, K, V, O, dO, lse)
+    dQ = np.empty(Q.shape, dtype=dtype)
+    dK = np.zeros(K.shape, dtype=dtype)
+    dV = np.zeros(V.shape, dtype=dtype)
+    for b in np.ndindex(*batch):
+        for h in range(H):
+            i, kv = (*b, h), (*b, h // g)
+            keep = None if mask is None else mask[i]
+            dq, dk, dv = attention_backward(
+                Q[i], K[kv], V[kv], O[i], dO[i], lse[i], scale=tau, mask=keep
+            )
+            dQ[i] = dq
+            dK[kv] += dk
+            dV[kv] += dv
     return dQ, dK, dV
 
 

@@ -177,6 +177,21 @@ for fname, f in [("attention_forward", al.attention_forward), ("attention", al.a
     raises(3, fname, "scale=10**400", lambda f=f: f(Q, K, V, scale=10**400), word("scale"))
     raises(0, fname, "mask=int", lambda f=f: f(Q, K, V, mask=np.ones((6, 5))), word("mask"))
     raises(0, fname, "mask=shape", lambda f=f: f(Q, K, V, mask=np.ones((5, 5), bool)), "mask")
+    raises(0, fname, "is_causal=1", lambda f=f: f(Q, K, V, is_causal=1), word("is_causal"))
+    raises(
+        0,
+        fname,
+        "H-not-H_kv",
+        lambda f=f: f(Q.reshape(1, 2, 3, 4), K[None, None], V[None, None]),
+        word("enable_gqa=True"),
+    )
+    raises(
+        0,
+        fname,
+        "enable_gqa=str",
+        lambda f=f: f(Q.reshape(1, 2, 3, 4), K[None, None], V[None, None], enable_gqa="y"),
+        word("enable_gqa"),
+    )
     raises(
         2,
         fname,
@@ -257,6 +272,24 @@ bad_arrays(
     0, "attention_backward", "dO", lambda v: al.attention_backward(Q, K, V, O_REF, v, LSE_REF)
 )
 bad_arrays(0, "attention_backward", "O", lambda v: al.attention_backward(Q, K, V, v, dO, LSE_REF))
+raises(
+    0,
+    "attention_backward",
+    "is_causal+mask",
+    lambda: al.attention_backward(
+        Q, K, V, O_REF, dO, LSE_REF, is_causal=True, mask=np.ones((6, 5), bool)
+    ),
+    r"mask and is_causal",
+)
+raises(
+    0,
+    "attention_backward",
+    "batched-lse-shape",
+    lambda: al.attention_backward(
+        Q[None], K[None], V[None], O_REF[None], dO[None], LSE_REF, enable_gqa=True
+    ),
+    word("lse"),
+)
 raises(
     0,
     "attention_backward",
@@ -715,6 +748,116 @@ for fname, f in [
 ]:
     bad_arrays(0, fname, "dO", lambda v, f=f: f(Q, K, V, O_REF, v, LSE_REF, M=4096))
     raises(0, fname, "M=None", lambda f=f: f(Q, K, V, O_REF, dO, LSE_REF, M=None), word("M"))
+# ---- causal, grouped-query and decode schedules on the machine ----
+bad_arrays(0, "flash_forward_causal", "K", lambda v: io.flash_forward_causal(Q, v, V, M=4096))
+raises(0, "flash_forward_causal", "M=0", lambda: io.flash_forward_causal(Q, K, V, M=0), word("M"))
+bad_arrays(
+    0,
+    "flash_backward_causal",
+    "dO",
+    lambda v: io.flash_backward_causal(Q, K, V, O_REF, v, LSE_REF, M=4096),
+)
+for fname, f in [
+    ("flash_forward_causal_count", io.flash_forward_causal_count),
+    ("flash_backward_causal_count", io.flash_backward_causal_count),
+]:
+    bad_ints(0, fname, "n", lambda v, f=f: f(v, 4, 4096))
+    raises(0, fname, "m=0", lambda f=f: f(16, 4, 4096, m=0), word("m"))
+    raises(0, fname, "blocks=(0,1)", lambda f=f: f(16, 4, 4096, blocks=(0, 1)), "blocks")
+bad_ints(0, "causal_mask", "n", lambda v: io.causal_mask(v))
+raises(0, "causal_mask", "m=0", lambda: io.causal_mask(4, 0), word("m"))
+raises(0, "causal_mask", "too-large", lambda: io.causal_mask(10**6, 10**6), "n or m is too large")
+bad_ints(0, "causal_score_count", "n", lambda v: io.causal_score_count(v, 4))
+raises(0, "causal_score_count", "m=2.0", lambda: io.causal_score_count(4, 2.0), word("m"))
+valid(0, "causal_score_count", "n=m=4", lambda: io.causal_score_count(4), lambda z: z == 10)
+bad_ints(0, "causal_lower_bound", "M", lambda v: io.causal_lower_bound(16, 4, v))
+bad_ints(0, "causal_saving", "d", lambda v: io.causal_saving(16, v, 4096))
+raises(
+    0, "causal_saving", "which=bad", lambda: io.causal_saving(16, 4, 4096, which="both"), "which"
+)
+Q3, K3, V3 = Q.reshape(2, 3, 4), K[None], V[None]
+for fname, f in [
+    ("gqa_flash_forward", io.gqa_flash_forward),
+    ("decode_forward", lambda q, k, v, **kw: io.decode_forward(q[:, 0, :], k, v, **kw)),
+]:
+    raises(0, fname, "K-2D", lambda f=f: f(Q3, K, V3, M=4096), word("K"))
+    raises(0, fname, "V-heads", lambda f=f: f(Q3, K3, V3[[0, 0]], M=4096), word("V"))
+    raises(0, fname, "M=0", lambda f=f: f(Q3, K3, V3, M=0), word("M"))
+raises(
+    0,
+    "gqa_flash_forward",
+    "H-not-multiple",
+    lambda: io.gqa_flash_forward(
+        Q.reshape(3, 2, 4), np.ones((2, 5, 4)), np.ones((2, 5, 3)), M=4096
+    ),
+    "multiple",
+)
+raises(
+    0,
+    "gqa_flash_forward",
+    "grouped=1",
+    lambda: io.gqa_flash_forward(Q3, K3, V3, M=4096, grouped=1),
+    word("grouped"),
+)
+raises(0, "decode_forward", "q-3D", lambda: io.decode_forward(Q3, K3, V3, M=4096), word("q"))
+O3, L3 = O_REF.reshape(2, 3, 3), LSE_REF.reshape(2, 3)
+raises(
+    0,
+    "gqa_flash_backward",
+    "lse-shape",
+    lambda: io.gqa_flash_backward(Q3, K3, V3, O3, O3, LSE_REF, M=4096),
+    word("lse"),
+)
+raises(
+    0,
+    "gqa_flash_backward",
+    "dO-nan",
+    lambda: io.gqa_flash_backward(Q3, K3, V3, O3, O3 * np.nan, L3, M=4096),
+    word("dO"),
+)
+for fname, f in [
+    ("gqa_flash_forward_count", io.gqa_flash_forward_count),
+    ("gqa_flash_backward_count", io.gqa_flash_backward_count),
+    ("gqa_kv_reuse", io.gqa_kv_reuse),
+    ("gqa_lower_bound", io.gqa_lower_bound),
+]:
+    bad_ints(0, fname, "H_kv", lambda v, f=f: f(8, v, 16, 4, 4096))
+    raises(0, fname, "H-not-multiple", lambda f=f: f(6, 4, 16, 4, 4096), "multiple")
+raises(
+    0,
+    "gqa_flash_forward_count",
+    "grouped=str",
+    lambda: io.gqa_flash_forward_count(8, 2, 16, 4, 4096, grouped="yes"),
+    word("grouped"),
+)
+bad_ints(0, "decode_count", "m", lambda v: io.decode_count(v, 4, 4096))
+raises(
+    0,
+    "decode_count",
+    "H-not-multiple",
+    lambda: io.decode_count(8, 4, 4096, H=3, H_kv=2),
+    "multiple",
+)
+bad_ints(0, "decode_lower_bound", "d", lambda v: io.decode_lower_bound(8, v))
+bad_ints(0, "attention_flops", "n", lambda v: io.attention_flops(v, 4))
+raises(0, "attention_flops", "which=bad", lambda: io.attention_flops(4, 4, which="x"), "which")
+raises(0, "attention_flops", "kept>n*m", lambda: io.attention_flops(4, 4, kept=17), word("kept"))
+bad_ints(0, "arithmetic_intensity", "M", lambda v: io.arithmetic_intensity(16, 4, v))
+raises(
+    0,
+    "arithmetic_intensity",
+    "which=bad",
+    lambda: io.arithmetic_intensity(16, 4, 4096, which="sideways"),
+    "which",
+)
+raises(
+    0,
+    "arithmetic_intensity",
+    "causal=str",
+    lambda: io.arithmetic_intensity(16, 4, 4096, causal="yes"),
+    word("causal"),
+)
+bad_ints(0, "prefill_decode_intensity", "m", lambda v: io.prefill_decode_intensity(v, 4, 4096))
 raises(
     0,
     "iomodel.flash_forward",
@@ -1924,7 +2067,7 @@ def test_every_public_callable_has_a_row():
     }
     covered |= {c.callable.split(".")[0] for c in CASES}
     not_callables = {"AttnInputError", "__version__", "KINDS", "MEMORY_BUDGET_BYTES", "EXACT"}
-    not_callables |= {"FLOOR_FACTOR", "MAX_VERTICES"}
+    not_callables |= {"FLOOR_FACTOR", "MAX_VERTICES", "CausalSaving", "Intensity"}
     not_callables |= {"INSTALL_COMMAND", "METHODS", "CapacityError", "MachineError", "Op"}
     not_callables |= {"ModelNotInstalledError", "GradientError", "Growth", "MethodCost"}
     not_callables |= {"BertConfig", "MODEL_PACKAGE", "gelu", "gelu_derivative"}

@@ -5,7 +5,9 @@ a fast memory of M words and the slow memory, and has a closed-form twin (``*_co
 that the tests require to agree with the simulation exactly. The lower bounds are in
 :mod:`attnlib.iomodel.bounds`; the exact optimum of the red-blue pebble game on small
 computation graphs (:mod:`~attnlib.iomodel.graphs`) is in :mod:`attnlib.iomodel.optimal`,
-and our own schedules as game moves in :mod:`attnlib.iomodel.pebbling`.
+and our own schedules as game moves in :mod:`attnlib.iomodel.pebbling`. Causal attention is
+in :mod:`attnlib.iomodel.causal`; grouped-query attention, decoding and arithmetic intensity
+in :mod:`attnlib.iomodel.gqa`.
 """
 
 from .bounds import (
@@ -14,6 +16,17 @@ from .bounds import (
     matmul_lower_bound,
     matmul_sharp_lower_bound,
     sparse_lower_bound,
+)
+from .causal import (
+    CausalSaving,
+    causal_lower_bound,
+    causal_mask,
+    causal_saving,
+    causal_score_count,
+    flash_backward_causal,
+    flash_backward_causal_count,
+    flash_forward_causal,
+    flash_forward_causal_count,
 )
 from .flash import (
     expand_block_mask,
@@ -33,6 +46,21 @@ from .flash import (
     standard_backward_count,
     standard_forward,
     standard_forward_count,
+)
+from .gqa import (
+    Intensity,
+    arithmetic_intensity,
+    attention_flops,
+    decode_count,
+    decode_forward,
+    decode_lower_bound,
+    gqa_flash_backward,
+    gqa_flash_backward_count,
+    gqa_flash_forward,
+    gqa_flash_forward_count,
+    gqa_kv_reuse,
+    gqa_lower_bound,
+    prefill_decode_intensity,
 )
 from .graphs import (
     ComputationGraph,
@@ -109,6 +137,28 @@ __all__ = [
     "backward_lower_bound",
     "sparse_lower_bound",
     "matmul_sharp_lower_bound",
+    "causal_mask",
+    "causal_score_count",
+    "flash_forward_causal",
+    "flash_backward_causal",
+    "flash_forward_causal_count",
+    "flash_backward_causal_count",
+    "causal_lower_bound",
+    "CausalSaving",
+    "causal_saving",
+    "gqa_flash_forward",
+    "gqa_flash_backward",
+    "gqa_flash_forward_count",
+    "gqa_flash_backward_count",
+    "gqa_kv_reuse",
+    "gqa_lower_bound",
+    "decode_forward",
+    "decode_count",
+    "decode_lower_bound",
+    "attention_flops",
+    "arithmetic_intensity",
+    "Intensity",
+    "prefill_decode_intensity",
     "ComputationGraph",
     "inner_product_graph",
     "matmul_graph",

@@ -1,0 +1,279 @@
+"""Causal attention on the two-level machine: FlashAttention with the tiles above the diagonal
+skipped, exact counts, the causal lower bound and the constant saved.
+
+The causal mask is PyTorch's ``is_causal`` convention (top-left aligned): query i keeps key j
+iff j <= i, for Q of n rows and K of m rows. The schedules are :func:`flash_forward` and
+:func:`flash_backward` (FA2 Alg. 1 and 2) run with that mask: a tile (query block i, key
+block j) whose first key comes after its last query is skipped entirely (nothing loaded,
+nothing computed), a tile straddling the diagonal is loaded whole and masked in fast memory,
+and a tile below the diagonal is computed as in the dense pass (its mask keeps everything).
+FlashAttention-2 skips the upper tiles the same way (FA2 §3.1, causal masking).
+
+The closed forms here (``*_count``) are sums over block rows or block columns of the kept
+prefix of tiles, computed from n, m, d, M and the blocks alone; the tests require them to be
+equal to the simulation.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._checks import (
+    check_backward_inputs,
+    check_choice,
+    check_int,
+    check_memory,
+    check_qkv,
+)
+from .bounds import sparse_lower_bound
+from .flash import (
+    _check_blocks,
+    _d_pass_rows,
+    flash_backward,
+    flash_backward_blocks,
+    flash_backward_count,
+    flash_backward_working_set,
+    flash_forward,
+    flash_forward_blocks,
+    flash_forward_count,
+    flash_forward_working_set,
+)
+from .machine import IOCount
+
+__all__ = [
+    "causal_mask",
+    "causal_score_count",
+    "flash_forward_causal",
+    "flash_backward_causal",
+    "flash_forward_causal_count",
+    "flash_backward_causal_count",
+    "causal_lower_bound",
+    "CausalSaving",
+    "causal_saving",
+]
+
+
+def causal_mask(n: int, m: int | None = None) -> np.ndarray:
+    """The (n, m) boolean causal mask, True = keep: entry (i, j) is kept iff j <= i
+    (PyTorch's ``is_causal``, top-left aligned; m defaults to n). Raises AttnInputError for
+    sizes below 1 or a mask too large for memory."""
+    n = check_int("n", n)
+    m = n if m is None else check_int("m", m)
+    check_memory("the (n, m) causal mask", n * m, culprits="n or m")
+    return np.tri(n, m, dtype=bool)
+
+
+def causal_score_count(n: int, m: int | None = None) -> int:
+    """Z_QK, the number of kept scores of the causal mask: Σ_i min(i + 1, m), which is
+    n(n + 1)/2 when m = n. Raises AttnInputError for sizes below 1."""
+    n = check_int("n", n)
+    m = n if m is None else check_int("m", m)
+    k = min(n, m)  # rows 0..k-1 keep i + 1 keys, the rest keep all m
+    return k * (k + 1) // 2 + (n - k) * m
+
+
+def _dims(n, d, M, m, d_v):
+    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
+    m = n if m is None else check_int("m", m)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    return n, d, M, m, d_v
+
+
+def flash_forward_causal(Q, K, V, *, M: int, scale=None, blocks=None, record=False):
+    """Causal FlashAttention-2 forward (FA2 Alg. 1, upper tiles skipped) on M words.
+
+    Parameters
+    ----------
+    Q : (n, d), K : (m, d), V : (m, d_v) float arrays
+    M : fast memory in words, at least :func:`flash_forward_min_M`
+    scale : τ > 0, default 1/√d
+    blocks : (B_r, B_c); default :func:`flash_forward_blocks`
+    record : keep the operation log; if True the machine is returned last
+
+    Returns
+    -------
+    (O, lse, IOCount) [, machine], equal to :func:`attnlib.attention_forward` with
+    ``mask=causal_mask(n, m)``; the count equals :func:`flash_forward_causal_count`.
+
+    Raises
+    ------
+    AttnInputError for invalid arrays, M or blocks (see :func:`flash_forward`).
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    mask = causal_mask(Q.shape[0], K.shape[0])
+    return flash_forward(Q, K, V, M=M, scale=scale, blocks=blocks, mask=mask, record=record)
+
+
+def flash_backward_causal(Q, K, V, O, dO, lse, *, M: int, scale=None, blocks=None, record=False):
+    """Causal FlashAttention-2 backward (FA2 Alg. 2, upper tiles skipped) on M words.
+
+    Parameters
+    ----------
+    Q : (n, d), K : (m, d), V : (m, d_v); O, dO : (n, d_v); lse : (n,) from the causal
+    forward pass. M, scale, blocks, record as in :func:`flash_backward`.
+
+    Returns
+    -------
+    (dQ, dK, dV, IOCount) [, machine], equal to :func:`attnlib.attention_backward` with
+    ``mask=causal_mask(n, m)``; the count equals :func:`flash_backward_causal_count`.
+
+    Raises
+    ------
+    AttnInputError for invalid arrays, M or blocks (see :func:`flash_backward`).
+    """
+    Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
+    mask = causal_mask(Q.shape[0], K.shape[0])
+    return flash_backward(
+        Q, K, V, O, dO, lse, M=M, scale=scale, blocks=blocks, mask=mask, record=record
+    )
+
+
+def _kept_key_blocks(I_end: int, m: int, B_c: int) -> int:
+    """Key blocks kept by a query block whose last query is I_end − 1: those starting at or
+    before it, a prefix of the key blocks."""
+    return min(-(-m // B_c), (I_end - 1) // B_c + 1)
+
+
+def flash_forward_causal_count(
+    n: int, d: int, M: int, *, m: int | None = None, d_v: int | None = None, blocks=None
+) -> IOCount:
+    """Exact I/O of :func:`flash_forward_causal` (closed form, no arrays).
+
+    With (B_r, B_c) the blocks, D = d + d_v, and for query block i (rows up to e_i =
+    min((i+1)B_r, n)) the kept key blocks the prefix k_i = min(T_c, ⌊(e_i − 1)/B_c⌋ + 1)::
+
+        reads  = n·d + D·Σ_i min(m, k_i·B_c)     (Q once; the kept K, V rows per query block)
+        writes = n·(d_v + 1)                     (O and lse)
+        peak   = W_f(min(B_r, n), min(B_c, m))   (tile (0, 0) is always kept)
+
+    With B_r = B_c = B dividing n = m (T = n/B): reads = n·d + D·B·T(T + 1)/2, against
+    n·d + D·B·T² dense; the excess over one half, D·B·T/2, is the diagonal tiles.
+    Raises AttnInputError for sizes or M below 1, or bad blocks.
+    """
+    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    given = _check_blocks(blocks)
+    B_r, B_c = given if given is not None else flash_forward_blocks(d, M, d_v=d_v)
+    D = d + d_v
+    kv_rows = sum(min(m, _kept_key_blocks(min(s + B_r, n), m, B_c) * B_c) for s in range(0, n, B_r))
+    peak = flash_forward_working_set(min(B_r, n), min(B_c, m), d, d_v)
+    return IOCount(n * d + D * kv_rows, n * (d_v + 1), peak)
+
+
+def flash_backward_causal_count(
+    n: int, d: int, M: int, *, m: int | None = None, d_v: int | None = None, blocks=None
+) -> IOCount:
+    """Exact I/O of :func:`flash_backward_causal` (closed form, no arrays).
+
+    With (B_r, B_c) the blocks, D = d + d_v: key block j (starting at key jB_c) is visited
+    by the query blocks from the one holding query jB_c to the last, i.e. by the rows
+    ρ_j = n − ⌊jB_c/B_r⌋·B_r, when jB_c < n; a key block with jB_c >= n (only when m > n)
+    is empty and stores zero gradients. Every query block keeps tile (i, 0). With
+    Σρ = Σ_{j: jB_c < n} ρ_j and C = min(m, ⌈n/B_c⌉·B_c) the rows of non-empty key blocks::
+
+        reads  = n·(2d_v − d) + C·D + Σρ·(2d + d_v + 2)
+        writes = n + m·D + Σρ·d
+        peak   = max(W_b(min(B_r, n), min(B_c, m)), 2·min(r_D, n)·d_v, empty key block c·D)
+
+    the block-sparse form of :func:`flash_backward_count` with the causal pattern.
+    Raises AttnInputError for sizes or M below 1, or bad blocks.
+    """
+    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    given = _check_blocks(blocks)
+    B_r, B_c = given if given is not None else flash_backward_blocks(d, M, d_v=d_v)
+    D = d + d_v
+    starts = range(0, min(n, m), B_c)  # key blocks with at least one kept score
+    rho = sum(n - (s // B_r) * B_r for s in starts)
+    C = min(m, len(starts) * B_c)
+    reads = n * (2 * d_v - d) + C * D + rho * (2 * d + d_v + 2)
+    writes = n + m * D + rho * d
+    r_D = _d_pass_rows(B_r, M, d_v)
+    peak = max(flash_backward_working_set(min(B_r, n), min(B_c, m), d, d_v), 2 * min(r_D, n) * d_v)
+    if m > C:  # empty key blocks: dK_j, dV_j allocated and stored as zeros
+        peak = max(peak, min(B_c, m - C) * D)
+    return IOCount(reads, writes, peak)
+
+
+def causal_lower_bound(n: int, d: int, M: int) -> float:
+    """Causal attention's I/O lower bound: :func:`sparse_lower_bound` with Z_in = n·d and
+    Z_QK = n(n + 1)/2, i.e. min(n²d²/M, n·d·√(n(n+1)/2)/√M).
+
+    The sparse formula is our reading (see :func:`sparse_lower_bound`); Z_in = n·d is the
+    choice under which it recovers :func:`forward_lower_bound` for the dense mask. Its
+    large-M branch n²d²/M does not shrink with the mask, so the bound does not see the
+    factor one half the schedules save. Raises AttnInputError for arguments below 1.
+    """
+    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
+    return sparse_lower_bound(n * d, causal_score_count(n), M)
+
+
+class CausalSaving(NamedTuple):
+    """Words moved by the dense and the causal schedule for one pass (n = m), and where the
+    causal schedule's words go: ``other_words`` (traffic charged to no tile: Q, O, lse in the
+    forward; the D pass, K, V, dK, dV in the backward),
+    ``interior_words`` (tiles wholly below the diagonal) and ``diagonal_words`` (tiles the
+    diagonal crosses, loaded whole though partly masked). ``fraction`` = causal / dense;
+    ``fraction_without_diagonal`` = (causal − diagonal_words / 2) / dense removes half of the
+    diagonal tiles' words, about their masked part (exactly half when B_r = B_c divides n):
+    the excess of ``fraction`` over it is the price of loading diagonal tiles whole."""
+
+    dense: int
+    causal: int
+    fraction: float
+    other_words: int
+    interior_words: int
+    diagonal_words: int
+    fraction_without_diagonal: float
+
+
+def causal_saving(n: int, d: int, M: int, *, which: str = "forward") -> CausalSaving:
+    """The fraction of the dense count that the causal schedule moves (about one half), split
+    by tile kind, for self-attention (m = n, d_v = d) with our blocks.
+
+    ``which`` is ``"forward"`` (:func:`flash_forward_causal_count` over
+    :func:`flash_forward_count`) or ``"backward"`` (the backward pair). Tile words are the
+    traffic charged to a tile: K_j, V_j reads in the forward (c_j·D per tile); in the
+    backward, the query-side reads and dQ writes r_i·(3d + d_v + 2) per tile. Totals are
+    reads + writes. Raises AttnInputError for arguments below 1 or an unknown ``which``.
+    """
+    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
+    which = check_choice("which", which, ("forward", "backward"))
+    D = 2 * d
+    if which == "forward":
+        dense = flash_forward_count(n, d, M).total
+        causal = flash_forward_causal_count(n, d, M).total
+        B_r, B_c = flash_forward_blocks(d, M)
+        diag = interior = 0
+        for s in range(0, n, B_r):
+            e = min(s + B_r, n)
+            for j in range(_kept_key_blocks(e, n, B_c)):
+                words = (min((j + 1) * B_c, n) - j * B_c) * D
+                if min((j + 1) * B_c, n) - 1 <= s:  # every key of the tile <= first query
+                    interior += words
+                else:
+                    diag += words
+    else:
+        dense = flash_backward_count(n, d, M).total
+        causal = flash_backward_causal_count(n, d, M).total
+        B_r, B_c = flash_backward_blocks(d, M)
+        per_row = 2 * d + d + 2 + d  # Q, dO, lse, D, dQ read; dQ written
+        diag = interior = 0
+        for t in range(0, n, B_c):
+            c_end = min(t + B_c, n)
+            for s in range((t // B_r) * B_r, n, B_r):
+                words = (min(s + B_r, n) - s) * per_row
+                if c_end - 1 <= s:
+                    interior += words
+                else:
+                    diag += words
+    other = causal - diag - interior
+    return CausalSaving(
+        dense,
+        causal,
+        causal / dense,
+        other,
+        interior,
+        diag,
+        (causal - diag / 2) / dense,
+    )

@@ -1,0 +1,508 @@
+"""Grouped-query and multi-query attention on the two-level machine, and decoding.
+
+Shapes follow PyTorch's ``scaled_dot_product_attention`` with ``enable_gqa``: Q is
+(H, n, d), K is (H_kv, m, d), V is (H_kv, m, d_v), H a multiple of H_kv, and query head h
+uses key/value head h // g with g = H / H_kv the group size (multi-query attention is
+H_kv = 1, GQA of Ainslie et al. 2023 is 1 < H_kv < H, multi-head attention is H_kv = H).
+
+Two schedules, both FlashAttention-2's (FA2 Alg. 1 and 2) on a machine of M words:
+
+* **grouped**: the g query heads of a group are stacked into one (g·n)×d query matrix and
+  run against their shared K, V; a loaded K_j, V_j block serves every query row of the
+  current block, whichever head it belongs to.
+* **one head at a time**: each query head is a separate FlashAttention run against its K, V
+  (as if K and V were repeated g times).
+
+At a fixed M the query block holds the same number B_r of rows either way, so the K/V
+traffic is T·m·(d + d_v) per group with T = ⌈g·n/B_r⌉ grouped and g·⌈n/B_r⌉ head by head:
+the reuse factor g⌈n/B_r⌉/⌈gn/B_r⌉ is g while g·n <= B_r (short prompts, decoding) and tends
+to 1 once n >> B_r. In the backward pass, running heads one at a time also writes g partial
+dK, dV per group that a reduction pass must sum (counted here).
+
+**Decode** is n = 1: one new query per head against a cache of m keys. Its I/O is Θ(m·d)
+whatever M is: once a query block holds the g heads of a group (B_r >= g) the cache is read
+exactly once and the count is the trivial bound plus one lse word per head; below that, each
+K/V block is read ⌈g/B_r⌉ <= g times.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._checks import (
+    AttnInputError,
+    as_float_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_scale,
+    check_shape,
+    float_dtype,
+)
+from .causal import (
+    causal_score_count,
+    flash_backward_causal_count,
+    flash_forward_causal_count,
+)
+from .flash import (
+    flash_backward,
+    flash_backward_count,
+    flash_forward,
+    flash_forward_blocks,
+    flash_forward_count,
+    flash_forward_working_set,
+)
+from .machine import IOCount, TwoLevelMemory
+
+__all__ = [
+    "gqa_flash_forward",
+    "gqa_flash_backward",
+    "gqa_flash_forward_count",
+    "gqa_flash_backward_count",
+    "gqa_kv_reuse",
+    "gqa_lower_bound",
+    "decode_forward",
+    "decode_count",
+    "decode_lower_bound",
+    "attention_flops",
+    "arithmetic_intensity",
+    "Intensity",
+    "prefill_decode_intensity",
+]
+
+
+# =========================================================================================
+# Input checks
+# =========================================================================================
+
+
+def _check_heads(Q, K, V):
+    """Q (H, n, d), K (H_kv, m, d), V (H_kv, m, d_v) with H a multiple of H_kv."""
+    Q = as_float_array("Q", Q, ndim=3)
+    K = as_float_array("K", K, ndim=3)
+    V = as_float_array("V", V, ndim=3)
+    H, _, d = Q.shape
+    H_kv, m, _ = K.shape
+    if K.shape[2] != d:
+        raise AttnInputError(f"K must have d = {d} columns like Q, got shape {K.shape}")
+    if V.shape[:2] != (H_kv, m):
+        raise AttnInputError(
+            f"V must have shape (H_kv, m, d_v) with (H_kv, m) = {(H_kv, m)} like K, got {V.shape}"
+        )
+    if H % H_kv:
+        raise AttnInputError(
+            f"Q's head count H = {H} must be a multiple of K's head count H_kv = {H_kv}"
+        )
+    return Q, K, V
+
+
+def _check_head_counts(H, H_kv):
+    H, H_kv = check_int("H", H), check_int("H_kv", H_kv)
+    if H % H_kv:
+        raise AttnInputError(f"H = {H} must be a multiple of H_kv = {H_kv}")
+    return H, H_kv, H // H_kv
+
+
+def _dims(n, d, M, m, d_v):
+    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
+    m = n if m is None else check_int("m", m)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    return n, d, M, m, d_v
+
+
+def _sum_counts(counts):
+    total = counts[0]
+    for c in counts[1:]:
+        total = total + c
+    return total
+
+
+# =========================================================================================
+# Forward
+# =========================================================================================
+
+
+def gqa_flash_forward(Q, K, V, *, M: int, scale=None, grouped=True):
+    """Grouped-query FlashAttention-2 forward (FA2 Alg. 1) on a machine of M words.
+
+    Parameters
+    ----------
+    Q : (H, n, d), K : (H_kv, m, d), V : (H_kv, m, d_v) float arrays, H a multiple of H_kv
+    M : fast memory in words, at least :func:`flash_forward_min_M`
+    scale : τ > 0, default 1/√d
+    grouped : True stacks each group's g query heads against their shared K, V (K/V blocks
+        reused across the group); False runs the H heads one at a time
+
+    Returns
+    -------
+    O (H, n, d_v), lse (H, n), IOCount: the sum over the runs (reads and writes add, peak is
+    the largest), equal to :func:`gqa_flash_forward_count`. O equals
+    :func:`attnlib.attention_forward` with ``enable_gqa`` semantics (head h uses K[h // g]).
+
+    Raises
+    ------
+    AttnInputError for arrays of the wrong shapes or dtypes, H not a multiple of H_kv, or M
+    below the minimum.
+    """
+    Q, K, V = _check_heads(Q, K, V)
+    grouped = check_bool("grouped", grouped)
+    H, n, d = Q.shape
+    H_kv, m, d_v = V.shape
+    g = H // H_kv
+    tau = check_scale(scale, d)
+    dtype = float_dtype(Q, K, V)
+    O = np.empty((H, n, d_v), dtype=dtype)
+    lse = np.empty((H, n), dtype=dtype)
+    counts = []
+    for kv in range(H_kv):
+        heads = slice(kv * g, (kv + 1) * g)
+        if grouped:
+            o, ls, c = flash_forward(Q[heads].reshape(g * n, d), K[kv], V[kv], M=M, scale=tau)
+            O[heads] = o.reshape(g, n, d_v)
+            lse[heads] = ls.reshape(g, n)
+            counts.append(c)
+        else:
+            for h in range(kv * g, (kv + 1) * g):
+                O[h], lse[h], c = flash_forward(Q[h], K[kv], V[kv], M=M, scale=tau)
+                counts.append(c)
+    return O, lse, _sum_counts(counts)
+
+
+def gqa_flash_forward_count(
+    H: int,
+    H_kv: int,
+    n: int,
+    d: int,
+    M: int,
+    *,
+    m: int | None = None,
+    d_v: int | None = None,
+    grouped=True,
+) -> IOCount:
+    """Exact I/O of :func:`gqa_flash_forward` (closed form, no arrays).
+
+    With g = H/H_kv, (B_r, B_c) = :func:`flash_forward_blocks`, D = d + d_v::
+
+        grouped:  reads = H·n·d + H_kv·⌈g·n/B_r⌉·m·D,  peak = W_f(min(B_r, g·n), min(B_c, m))
+        by head:  reads = H·n·d + H·⌈n/B_r⌉·m·D,       peak = W_f(min(B_r, n), min(B_c, m))
+        writes = H·n·(d_v + 1) in both (O and lse)
+
+    i.e. H_kv (or H) copies of :func:`flash_forward_count`. Raises AttnInputError for
+    arguments below 1 or H not a multiple of H_kv.
+    """
+    H, H_kv, g = _check_head_counts(H, H_kv)
+    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    grouped = check_bool("grouped", grouped)
+    B_r, B_c = flash_forward_blocks(d, M, d_v=d_v)
+    D = d + d_v
+    rows = g * n if grouped else n
+    runs = H_kv if grouped else H
+    reads = H * n * d + runs * -(-rows // B_r) * m * D
+    peak = flash_forward_working_set(min(B_r, rows), min(B_c, m), d, d_v)
+    return IOCount(reads, H * n * (d_v + 1), peak)
+
+
+def gqa_kv_reuse(H: int, H_kv: int, n: int, d: int, M: int, *, d_v: int | None = None) -> float:
+    """The K/V reuse factor of the grouped schedule: K/V words read head by head divided by
+    K/V words read grouped, g·⌈n/B_r⌉ / ⌈g·n/B_r⌉ (between 1 and g; g when g·n <= B_r).
+    Raises AttnInputError for arguments below 1 or H not a multiple of H_kv."""
+    H, H_kv, g = _check_head_counts(H, H_kv)
+    n, d, M, _, d_v = _dims(n, d, M, None, d_v)
+    B_r, _ = flash_forward_blocks(d, M, d_v=d_v)
+    return g * -(-n // B_r) / -(-(g * n) // B_r)
+
+
+def gqa_lower_bound(H: int, H_kv: int, n: int, d: int, M: int, *, m: int | None = None) -> float:
+    """A lower bound on the I/O of grouped-query attention's forward pass (d_v = d):
+
+        max( (H·n + 2·H_kv·m)·d + H·n·d,  H_kv·min(g·n·m·d²/M, g·n·m·d/√M) )
+
+    The first term is the trivial bound (every input read once, O written once). The
+    second is **our reading**; no paper we cite states a bound for grouped heads. We treat
+    each group as one attention instance with g·n query rows sharing m keys (the
+    computation the grouped schedule performs) and apply the shape of SY24 Theorem 3.1,
+    stated there for n = m, with the rows and keys kept apart and constant 1.
+    Raises AttnInputError for arguments below 1 or H not a multiple of H_kv.
+    """
+    H, H_kv, g = _check_head_counts(H, H_kv)
+    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
+    m = n if m is None else check_int("m", m)
+    trivial = (H * n + 2 * H_kv * m) * d + H * n * d
+    work = g * n * m * d
+    try:
+        per_group = min(work * d / M, work / math.sqrt(M))
+    except OverflowError:
+        raise AttnInputError("the bound overflows a float: n, m and d are too large") from None
+    return float(max(trivial, H_kv * per_group))
+
+
+# =========================================================================================
+# Backward
+# =========================================================================================
+
+
+def _reduce_rows(M: int, d: int, d_v: int) -> int:
+    """Rows per step of the reduction pass: an accumulator and one loaded block fit."""
+    return max(1, M // (2 * max(d, d_v)))
+
+
+def _reduce_partials(partials, M, dtype):
+    """Sum g slow (m, w) arrays on the machine, row block by row block; returns sum, count."""
+    g = len(partials)
+    m, w = partials[0].shape
+    mem = TwoLevelMemory(M)
+    for h, p in enumerate(partials):
+        mem.put(f"part{h}", p)
+    mem.zeros("sum", (m, w), dtype=dtype)
+    r = _reduce_rows(M, w, w)
+    for s in range(0, m, r):
+        rows = (s, min(s + r, m))
+        acc = mem.alloc((rows[1] - rows[0], w), dtype=dtype)
+        for h in range(g):
+            blk = mem.load(f"part{h}", rows)
+            acc += blk
+            mem.free(blk)
+        mem.store("sum", rows, None, acc)
+        mem.free(acc)
+    return mem.get("sum"), mem.finish()
+
+
+def gqa_flash_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, grouped=True):
+    """Grouped-query FlashAttention-2 backward (FA2 Alg. 2) on a machine of M words.
+
+    Parameters
+    ----------
+    Q : (H, n, d), K : (H_kv, m, d), V : (H_kv, m, d_v); O, dO : (H, n, d_v); lse : (H, n)
+    M, scale, grouped : as in :func:`gqa_flash_forward`. Head by head, each head's dK, dV
+        are written to slow memory and a reduction pass (row blocks of ⌊M/2w⌋ rows, w the
+        width) sums the g partial gradients of each group.
+
+    Returns
+    -------
+    dQ (H, n, d), dK (H_kv, m, d), dV (H_kv, m, d_v), IOCount equal to
+    :func:`gqa_flash_backward_count`; the gradients equal the exact ones with K, V shared.
+
+    Raises
+    ------
+    AttnInputError for arrays of the wrong shapes or dtypes, or M below the minimum.
+    """
+    Q, K, V = _check_heads(Q, K, V)
+    H, n, d = Q.shape
+    H_kv, m, d_v = V.shape
+    O = as_float_array("O", O, ndim=3)
+    check_shape("O", O, (H, n, d_v), "(H, n, d_v)")
+    dO = as_float_array("dO", dO, ndim=3)
+    check_shape("dO", dO, (H, n, d_v), "(H, n, d_v) like O")
+    lse = as_float_array("lse", lse, ndim=2, allow_neg_inf=True)
+    check_shape("lse", lse, (H, n), "(H, n)")
+    grouped = check_bool("grouped", grouped)
+    g = H // H_kv
+    tau = check_scale(scale, d)
+    dtype = float_dtype(Q, K, V, O, dO, lse)
+    dQ = np.empty((H, n, d), dtype=dtype)
+    dK = np.empty((H_kv, m, d), dtype=dtype)
+    dV = np.empty((H_kv, m, d_v), dtype=dtype)
+    counts = []
+    for kv in range(H_kv):
+        heads = slice(kv * g, (kv + 1) * g)
+        if grouped:
+            dq, dK[kv], dV[kv], c = flash_backward(
+                Q[heads].reshape(g * n, d),
+                K[kv],
+                V[kv],
+                O[heads].reshape(g * n, d_v),
+                dO[heads].reshape(g * n, d_v),
+                lse[heads].reshape(g * n),
+                M=M,
+                scale=tau,
+            )
+            dQ[heads] = dq.reshape(g, n, d)
+            counts.append(c)
+            continue
+        dks, dvs = [], []
+        for h in range(kv * g, (kv + 1) * g):
+            dQ[h], dk, dv, c = flash_backward(
+                Q[h], K[kv], V[kv], O[h], dO[h], lse[h], M=M, scale=tau
+            )
+            dks.append(dk)
+            dvs.append(dv)
+            counts.append(c)
+        if g > 1:
+            dK[kv], c = _reduce_partials(dks, M, dtype)
+            counts.append(c)
+            dV[kv], c = _reduce_partials(dvs, M, dtype)
+            counts.append(c)
+        else:
+            dK[kv], dV[kv] = dks[0], dvs[0]
+    return dQ, dK, dV, _sum_counts(counts)
+
+
+def gqa_flash_backward_count(
+    H: int,
+    H_kv: int,
+    n: int,
+    d: int,
+    M: int,
+    *,
+    m: int | None = None,
+    d_v: int | None = None,
+    grouped=True,
+) -> IOCount:
+    """Exact I/O of :func:`gqa_flash_backward` (closed form, no arrays).
+
+    Grouped: H_kv copies of :func:`flash_backward_count` with g·n query rows. Head by head:
+    H copies with n rows, plus, when g > 1, the reduction of each group's g partial dK and
+    dV: reads H·m·(d + d_v), writes H_kv·m·(d + d_v), peak 2·min(⌊M/2w⌋, m)·w for w = d
+    and w = d_v. Raises AttnInputError for arguments below 1 or H not a multiple of H_kv.
+    """
+    H, H_kv, g = _check_head_counts(H, H_kv)
+    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    grouped = check_bool("grouped", grouped)
+    if grouped:
+        one = flash_backward_count(g * n, d, M, m=m, d_v=d_v)
+        return IOCount(H_kv * one.reads, H_kv * one.writes, one.peak_fast)
+    one = flash_backward_count(n, d, M, m=m, d_v=d_v)
+    reads, writes, peak = H * one.reads, H * one.writes, one.peak_fast
+    if g > 1:
+        D = d + d_v
+        reads += H * m * D
+        writes += H_kv * m * D
+        for w in (d, d_v):
+            peak = max(peak, 2 * min(_reduce_rows(M, w, w), m) * w)
+    return IOCount(reads, writes, peak)
+
+
+# =========================================================================================
+# Decode
+# =========================================================================================
+
+
+def decode_forward(q, K, V, *, M: int, scale=None):
+    """One decoding step: each of H query heads (one new token, n = 1) attends to a cache of
+    m keys, on a machine of M words (FA2 Alg. 1 with n = 1, the g heads of a group stacked).
+
+    Parameters
+    ----------
+    q : (H, d), K : (H_kv, m, d), V : (H_kv, m, d_v) float arrays, H a multiple of H_kv
+    M : fast memory in words, at least :func:`flash_forward_min_M`
+    scale : τ > 0, default 1/√d
+
+    Returns
+    -------
+    o (H, d_v), lse (H,), IOCount equal to :func:`decode_count`.
+
+    Raises
+    ------
+    AttnInputError for arrays of the wrong shapes or dtypes, or M below the minimum.
+    """
+    q = as_float_array("q", q, ndim=2)
+    O, lse, c = gqa_flash_forward(q[:, None, :], K, V, M=M, scale=scale, grouped=True)
+    return O[:, 0, :], lse[:, 0], c
+
+
+def decode_count(
+    m: int, d: int, M: int, *, d_v: int | None = None, H: int = 1, H_kv: int = 1
+) -> IOCount:
+    """Exact I/O of :func:`decode_forward`. With g = H/H_kv, B_r = :func:`flash_forward_blocks`
+    and D = d + d_v::
+
+        reads  = H·d + H_kv·⌈g/B_r⌉·m·D     (= H·d + H_kv·m·D once B_r >= g)
+        writes = H·(d_v + 1)
+
+    Θ(m·d) per K/V head whatever M is. Raises AttnInputError for arguments below 1 or H not
+    a multiple of H_kv.
+    """
+    m = check_int("m", m)  # required here: the count's m=None would mean m = n = 1
+    return gqa_flash_forward_count(H, H_kv, 1, d, M, m=m, d_v=d_v, grouped=True)
+
+
+def decode_lower_bound(m: int, d: int, *, d_v: int | None = None, H: int = 1, H_kv: int = 1):
+    """The trivial lower bound of a decoding step, valid for every M: the inputs q (H·d
+    words) and the cache K, V (H_kv·m·(d + d_v)) must each be read and o (H·d_v) written:
+    H·(d + d_v) + H_kv·m·(d + d_v). Raises AttnInputError for arguments below 1."""
+    H, H_kv, _ = _check_head_counts(H, H_kv)
+    m, d = check_int("m", m), check_int("d", d)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    return H * (d + d_v) + H_kv * m * (d + d_v)
+
+
+# =========================================================================================
+# Arithmetic intensity
+# =========================================================================================
+
+
+def attention_flops(
+    n: int,
+    d: int,
+    *,
+    m: int | None = None,
+    d_v: int | None = None,
+    which: str = "forward",
+    kept: int | None = None,
+) -> int:
+    """Matrix-multiply flops of one attention head (2 per multiply-add; the softmax's O(n·m)
+    exponentials are left out, as in FA2's benchmark flop count).
+
+    forward: S = QKᵀ and O = PV, 2·z·(d + d_v); backward: S recomputed, dV, dP, dQ, dK,
+    2·z·(3d + 2d_v); z is the number of computed scores, n·m by default or ``kept`` (e.g.
+    :func:`causal_score_count` for the useful flops of causal attention). Raises
+    AttnInputError for arguments below 1 or an unknown ``which``.
+    """
+    n, d = check_int("n", n), check_int("d", d)
+    m = n if m is None else check_int("m", m)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    which = check_choice("which", which, ("forward", "backward"))
+    z = n * m if kept is None else check_int("kept", kept, maximum=n * m)
+    return 2 * z * (d + d_v) if which == "forward" else 2 * z * (3 * d + 2 * d_v)
+
+
+def arithmetic_intensity(
+    n: int,
+    d: int,
+    M: int,
+    *,
+    m: int | None = None,
+    d_v: int | None = None,
+    which: str = "forward",
+    causal=False,
+) -> float:
+    """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
+    :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count`,
+    :func:`flash_backward_count`, or their causal twins with the useful flops of the
+    :func:`causal_score_count` kept scores when ``causal``). Roughly 2·B_r for the forward
+    when n >> B_r: the number of query rows sharing each loaded K, V row. Raises
+    AttnInputError for arguments below 1 or an unknown ``which``."""
+    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    which = check_choice("which", which, ("forward", "backward"))
+    if check_bool("causal", causal):
+        kept = causal_score_count(n, m)
+        count = flash_forward_causal_count if which == "forward" else flash_backward_causal_count
+    else:
+        kept = None
+        count = flash_forward_count if which == "forward" else flash_backward_count
+    flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
+    return flops / count(n, d, M, m=m, d_v=d_v).total
+
+
+class Intensity(NamedTuple):
+    """Arithmetic intensity (flops per word) of prefill (n = m) and of one decoding step
+    (n = 1) against the same m keys, forward pass, one head."""
+
+    prefill: float
+    decode: float
+
+
+def prefill_decode_intensity(m: int, d: int, M: int, *, d_v: int | None = None) -> Intensity:
+    """Prefill (all m queries at once, n = m) against decode (n = 1) intensity, from the exact
+    counts of :func:`flash_forward_count` and the flops of :func:`attention_flops`. Decode
+    stays near 2 flops per word for every M (each loaded K/V word meets one query); prefill
+    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1."""
+    m, d, M = check_int("m", m), check_int("d", d), check_int("M", M)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    return Intensity(
+        arithmetic_intensity(m, d, M, m=m, d_v=d_v),
+        arithmetic_intensity(1, d, M, m=m, d_v=d_v),
+    )
