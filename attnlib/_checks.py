@@ -53,6 +53,15 @@ def _describe_dtype(dt: np.dtype) -> str:
     return f"dtype {dt}"
 
 
+def _as_array(name: str, a) -> np.ndarray:
+    if a is None:
+        raise AttnInputError(f"{name} must be an array, got None")
+    try:
+        return np.asarray(a)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"{name} must be convertible to a numeric array ({exc})") from exc
+
+
 def as_float_array(
     name: str,
     a,
@@ -67,12 +76,7 @@ def as_float_array(
     empty arrays, and (unless allowed) NaN or infinite entries. ``allow_neg_inf`` admits
     ``-inf`` but not NaN or ``+inf`` (used for the log-sum-exp of fully masked rows).
     """
-    if a is None:
-        raise AttnInputError(f"{name} must be an array, got None")
-    try:
-        arr = np.asarray(a)
-    except Exception as exc:  # ragged lists and the like
-        raise AttnInputError(f"{name} must be convertible to a numeric array ({exc})") from exc
+    arr = _as_array(name, a)
     if arr.dtype not in FLOAT_DTYPES:
         kind = {
             "i": "integer",
@@ -263,12 +267,7 @@ def check_memory(what: str, nbytes, *, budget=None, culprits: str = "") -> int:
 def as_real_array(name: str, a, *, ndim: int | None = 1) -> np.ndarray:
     """Like :func:`as_float_array`, but integer arrays (not booleans) are accepted and
     converted to float64 (e.g. a list ``[1, 2, 4]``)."""
-    if a is None:
-        raise AttnInputError(f"{name} must be an array, got None")
-    try:
-        arr = np.asarray(a)
-    except Exception as exc:  # ragged lists and the like
-        raise AttnInputError(f"{name} must be convertible to a numeric array ({exc})") from exc
+    arr = _as_array(name, a)
     if arr.dtype.kind in "iu":
         arr = arr.astype(np.float64)
     return as_float_array(name, arr, ndim=ndim)

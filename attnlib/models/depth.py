@@ -146,6 +146,26 @@ def _grid_range(R: float, per_octave: int) -> float:
     return 2.0 ** (math.ceil(per_octave * math.log2(R)) / per_octave)
 
 
+def _kernel_from_probabilities(name: str, probabilities) -> AttentionKernel:
+    """An attention kernel whose softmax is ``probabilities(Q, K, scale)`` (n×m, rows summing
+    to 1): forward O = P̃V, backward by the FlashAttention equations with P̃ for P::
+
+        dV = P̃ᵀdO,  D̃ = rowsum(dO ∘ P̃V),  dS̃ = P̃ ∘ (dO Vᵀ − D̃),  dQ = τ dS̃ K,  dK = τ dS̃ᵀQ.
+    """
+
+    def fwd(Q, K, V, scale):
+        return probabilities(Q, K, scale) @ np.asarray(V, dtype=np.float64)
+
+    def bwd(Q, K, V, dO, scale):
+        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, dO))
+        P = probabilities(Q, K, scale)
+        D = np.einsum("ij,ij->i", dO, P @ V)
+        dS = P * (dO @ V.T - D[:, None])
+        return scale * (dS @ K), scale * (dS.T @ Q), P.T @ dO
+
+    return AttentionKernel(name, fwd, bwd)
+
+
 def dense_polynomial_kernel(
     poly_for_range, *, name: str = "polynomial (dense)", per_octave: int = 16
 ) -> AttentionKernel:
@@ -183,17 +203,7 @@ def dense_polynomial_kernel(
         A = cache[R](scale * (Q @ K.T))
         return A / A.sum(axis=1, keepdims=True)
 
-    def fwd(Q, K, V, scale):
-        return probabilities(Q, K, scale) @ np.asarray(V, dtype=np.float64)
-
-    def bwd(Q, K, V, dO, scale):
-        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, dO))
-        P = probabilities(Q, K, scale)
-        D = np.einsum("ij,ij->i", dO, P @ V)
-        dS = P * (dO @ V.T - D[:, None])
-        return scale * (dS @ K), scale * (dS.T @ Q), P.T @ dO
-
-    return AttentionKernel(name, fwd, bwd)
+    return _kernel_from_probabilities(name, probabilities)
 
 
 def observed_range_kernel(
@@ -226,17 +236,7 @@ def observed_range_kernel(
         A = cache[R](S)
         return A / A.sum(axis=1, keepdims=True)
 
-    def fwd(Q, K, V, scale):
-        return probabilities(Q, K, scale) @ np.asarray(V, dtype=np.float64)
-
-    def bwd(Q, K, V, dO, scale):
-        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, dO))
-        P = probabilities(Q, K, scale)
-        D = np.einsum("ij,ij->i", dO, P @ V)
-        dS = P * (dO @ V.T - D[:, None])
-        return scale * (dS @ K), scale * (dS.T @ Q), P.T @ dO
-
-    kernel = AttentionKernel(name, fwd, bwd)
+    kernel = _kernel_from_probabilities(name, probabilities)
     kernel.ranges = cache
     return kernel
 
