@@ -14,20 +14,25 @@ in the forward pass, so ``prange`` runs them in parallel. In the backward pass F
 blocks, and every key block adds into every row of dQ: running key blocks in parallel is a data
 race on dQ (GPUs use atomic adds, whose order is not fixed). We split the key blocks into
 :data:`DQ_GROUPS` fixed groups (block j goes to group j mod DQ_GROUPS) and run the groups in
-parallel. Each group owns its blocks' dK_j and dV_j and its own float64 copy of dQ, so one pass
-does FA2's 5 tile products and 1 exponential per tile; the copies are then added in the fixed
-order of the groups. The groups and every sum's order depend only on the shapes, never on the
-threads: results are bitwise identical for any number of threads. The price is
-DQ_GROUPS·n·d extra float64 words, and at most DQ_GROUPS threads in the backward pass. (With a
-single key block there is nothing to share, and the backward runs as two passes: key block, then
-query blocks in parallel, each owning its dQ_i.)
+parallel. Each group owns its blocks' dK_j and dV_j and its own copy of dQ (group 0 writes into
+dQ itself), so one pass does FA2's 5 tile products and 1 exponential per tile; the copies are
+then added in the fixed order of the groups. The groups and every sum's order depend only on the
+shapes, never on the threads: results are bitwise identical for any number of threads. The
+price is (DQ_GROUPS - 1)·n·d extra words, and at most DQ_GROUPS threads in the backward pass.
+(With a single key block there is nothing to share, and the backward runs as two passes: key
+block, then query blocks in parallel, each owning its dQ_i.)
 
-**Numerics.** Tile products are BLAS gemm calls (numba's ``np.dot`` with ``out=``) on tiles
-small enough that OpenBLAS runs them on the calling thread. The accumulators of the row sums, O,
-dQ, dK and dV are float64 even for float32 inputs, so long sums over keys or queries lose less
-than a naive float32 computation does. ``exp`` is a short vectorisable routine
-(:func:`_exp`) run over a whole tile at once, because the libm call does not vectorise without
-fastmath; no fastmath flag is used anywhere.
+**Numerics.** Every tile product is one BLAS gemm (:func:`_gemm`, SciPy's BLAS called directly)
+on tiles small enough that OpenBLAS runs it on the calling thread. Its alpha applies the scale τ
+to the logits, and its beta = 1 adds P_ijᵀdO_i, dS_ijᵀQ_i, dS_ijK_j and P_ijV_j straight into
+their accumulators, in the inputs' dtype, as a naive computation's long gemm would; the row sums,
+D = rowsum(dO∘O), dP - D and the final sum of the dQ copies are float64. ``exp`` is a short
+vectorisable routine (:func:`_exp`) run over a whole tile at once, because the libm call does
+not vectorise without fastmath; no fastmath flag is used anywhere. Logits that overflow the
+dtype are refused before any kernel runs (:func:`check_logits_finite`).
+
+**Arithmetic.** :func:`flop_count` gives the flops of the matrix products of each path, the
+exact core's and these kernels'.
 """
 
 from __future__ import annotations
@@ -45,13 +50,14 @@ from numba.extending import get_cython_function_address, intrinsic, overload
 from ._checks import (
     AttnInputError,
     check_backward_inputs,
+    check_int,
     check_mask,
     check_qkv,
     check_scale,
     float_dtype,
 )
 
-__all__ = ["flash_forward", "flash_backward"]
+__all__ = ["flash_forward", "flash_backward", "flop_count"]
 
 # ---------------------------------------------------------------------------------------
 # Block sizes
@@ -765,6 +771,49 @@ def check_logits_finite(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
                 raise AttnInputError(
                     f"the logits scale * Q @ K.T overflow {dtype}: Q, K or scale is too large"
                 )
+
+
+def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "tiled") -> dict:
+    """Floating-point operations of the matrix products of one forward and one backward pass.
+
+    A multiply-add is 2 flops; elementwise work (exp, scaling, masking, dS = P∘(dP - D)) is not
+    counted, and masks are ignored (no tile is skipped). For d_v = d, each n×m product costs
+    2nmd flops:
+
+    - ``"exact"`` (:func:`attnlib.attention_forward` / :func:`attnlib.attention_backward`):
+      forward S and PV; backward S again (P is recomputed from lse), dP, dV, dK and dQ.
+      Total 14·n·m·d.
+    - ``"tiled"`` (:func:`flash_forward` / :func:`flash_backward`): the same products tile by
+      tile, plus the forward's row sums of P by gemv (2nm). With a single key block the backward
+      runs two passes and recomputes S and dP once more (FA2 Alg. 2 without the dQ groups).
+
+    Parameters
+    ----------
+    n, m, d : query rows, key rows, head dimension (positive integers)
+    dv : value dimension, default d
+    path : "exact" or "tiled"
+
+    Returns
+    -------
+    {"forward": flops, "backward": flops}, integers.
+
+    Raises
+    ------
+    AttnInputError
+        if a size is not a positive integer or ``path`` is unknown.
+    """
+    n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
+    dv = d if dv is None else check_int("dv", dv)
+    if path not in ("exact", "tiled"):
+        raise AttnInputError(f"path must be 'exact' or 'tiled', got {path!r}")
+    products = 2 * n * m  # flops per unit of inner dimension of one n×m product
+    forward = products * (d + dv)  # S = QKᵀ, then PV
+    backward = products * (d + 2 * dv + 2 * d)  # S, dP = dO Vᵀ, dV, dK, dQ
+    if path == "tiled":
+        forward += products  # row sums of each tile of P, by gemv
+        if m <= _block_sizes(d, dv)[1]:  # one key block: two passes, S and dP again
+            backward += products * (d + dv)
+    return {"forward": forward, "backward": backward}
 
 
 def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):

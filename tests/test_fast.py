@@ -437,3 +437,26 @@ def test_one_compiled_version_per_dtype_for_every_layout(rng):
     for kernel in fast.KERNELS:
         float64 = [sig for sig in kernel.signatures if sig[0].dtype == numba.float64]
         assert len(float64) == 1, (kernel, float64)
+
+
+# ----------------------------------------------------------------------------- flop count
+
+
+def test_flop_count_of_each_path():
+    n, m, d = 1000, 700, 64
+    exact = fast.flop_count(n, m, d, path="exact")
+    assert exact == {"forward": 4 * n * m * d, "backward": 10 * n * m * d}  # 2 and 5 products
+    tiled = fast.flop_count(n, m, d)
+    assert tiled["backward"] == exact["backward"]  # the same five products, tile by tile
+    assert tiled["forward"] - exact["forward"] == 2 * n * m  # the row sums by gemv
+    # one key block: the two-pass backward recomputes S and dP
+    bc = fast._block_sizes(d, d)[1]
+    one = fast.flop_count(n, bc, d)
+    assert one["backward"] == fast.flop_count(n, bc, d, path="exact")["backward"] + 4 * n * bc * d
+    assert fast.flop_count(n, m, d, 16)["backward"] == 2 * n * m * (3 * d + 2 * 16)
+    for bad, message in [
+        (dict(n=0), r"n must be an integer >= 1"),
+        (dict(path="numpy"), r"path must be 'exact' or 'tiled'"),
+    ]:
+        with pytest.raises(AttnInputError, match=message):
+            fast.flop_count(**{"n": 4, "m": 4, "d": 2, **bad})
