@@ -245,7 +245,7 @@ def _gemm_intrinsic(symbol):
 
 _sgemm = _gemm_intrinsic("attnlib_sgemm")
 _dgemm = _gemm_intrinsic("attnlib_dgemm")
-_N, _T = 78, 84  # 'N' and 'T'
+_N, _T = 78, 84  # 'N' and 'T' in an int32, whose first byte Fortran reads (little-endian)
 
 
 @nb.njit(cache=True)
@@ -734,12 +734,18 @@ def _mask_args(mask, n, m, causal):
     return _frozen(mask), True, bool(causal)
 
 
-def _row_norms(X: np.ndarray) -> np.ndarray:
-    """Euclidean norm of each row, in float64, without overflow for entries up to ~1e308."""
-    top = np.abs(X).max()
+def _max_row_norm(X: np.ndarray) -> float:
+    """max_i ‖x_i‖ in float64, without overflow for entries up to ~1e308, through blocks of
+    rows so that the temporaries stay small next to X."""
+    top = float(np.abs(X).max())
     if top == 0:
-        return np.zeros(X.shape[0])
-    return top * np.sqrt(np.square(X / top, dtype=np.float64).sum(axis=1))
+        return 0.0
+    rows = max(1, (1 << 16) // X.shape[1])
+    best = 0.0
+    for i0 in range(0, X.shape[0], rows):
+        block = X[i0 : i0 + rows].astype(np.float64) / top
+        best = max(best, float(np.einsum("ij,ij->i", block, block).max()))
+    return top * math.sqrt(best)
 
 
 def check_logits_finite(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
@@ -758,7 +764,7 @@ def check_logits_finite(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
     dtype = Q.dtype
     big = float(np.finfo(dtype).max)
     d = Q.shape[1]
-    bound = float(_row_norms(Q).max()) * float(_row_norms(K).max()) * (1 + (d + 2) * 2.3e-16)
+    bound = _max_row_norm(Q) * _max_row_norm(K) * (1 + (d + 2) * 2.3e-16)
     if dtype == np.float32:
         bound *= 1 + (d + 2) * float(np.finfo(np.float32).eps)
     if bound <= big and scale * bound <= big:
