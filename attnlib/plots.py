@@ -781,7 +781,7 @@ def benchmark_ratio_figure(time_rows):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
         ax.set_xlabel("sequence length n")
         ax.set_title(f"d = {d}")
         ax.legend(fontsize=7)
