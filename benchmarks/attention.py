@@ -2,13 +2,15 @@
 
 Run from the repository root::
 
-    python -m benchmarks.attention            # the standard grid (~12 min on 2 idle cores)
-    python -m benchmarks.attention --full     # also n = 16384 at d = 32, 128 (~20 min)
+    python -m benchmarks.attention            # the standard grid
+    python -m benchmarks.attention --full     # also n = 16384 at d = 32 and 128
     python -m benchmarks.attention --quick    # a smoke run (~2 min), written to a temp folder
 
 The standard grid is every dtype (float32, float64), d in {32, 64, 128} and n in {512, ...,
 8192}, with 1 thread and with all cores, plus n = 16384 at d = 64; ``--full`` adds n = 16384 at
 d = 32 and 128, the exact numpy path at every d, and the forward pass timed alone.
+The standard grid took 50 minutes on 2 cores shared with other jobs (load average 6 to 8);
+machine.csv records each part's minutes and load.
 
 What is measured, for Q, K, V, dO of shape (n, d) (one attention head, batch 1):
 
