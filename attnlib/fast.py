@@ -14,20 +14,25 @@ in the forward pass, so ``prange`` runs them in parallel. In the backward pass F
 blocks, and every key block adds into every row of dQ: running key blocks in parallel is a data
 race on dQ (GPUs use atomic adds, whose order is not fixed). We split the key blocks into
 :data:`DQ_GROUPS` fixed groups (block j goes to group j mod DQ_GROUPS) and run the groups in
-parallel. Each group owns its blocks' dK_j and dV_j and its own float64 copy of dQ, so one pass
-does FA2's 5 tile products and 1 exponential per tile; the copies are then added in the fixed
-order of the groups. The groups and every sum's order depend only on the shapes, never on the
-threads: results are bitwise identical for any number of threads. The price is
-DQ_GROUPS·n·d extra float64 words, and at most DQ_GROUPS threads in the backward pass. (With a
-single key block there is nothing to share, and the backward runs as two passes: key block, then
-query blocks in parallel, each owning its dQ_i.)
+parallel. Each group owns its blocks' dK_j and dV_j and its own copy of dQ (group 0 writes into
+dQ itself), so one pass does FA2's 5 tile products and 1 exponential per tile; the copies are
+then added in the fixed order of the groups. The groups and every sum's order depend only on the
+shapes, never on the threads: results are bitwise identical for any number of threads. The
+price is (DQ_GROUPS - 1)·n·d extra words, and at most DQ_GROUPS threads in the backward pass.
+(With a single key block there is nothing to share, and the backward runs as two passes: key
+block, then query blocks in parallel, each owning its dQ_i.)
 
-**Numerics.** Tile products are BLAS gemm calls (numba's ``np.dot`` with ``out=``) on tiles
-small enough that OpenBLAS runs them on the calling thread. The accumulators of the row sums, O,
-dQ, dK and dV are float64 even for float32 inputs, so long sums over keys or queries lose less
-than a naive float32 computation does. ``exp`` is a short vectorisable routine
-(:func:`_exp`) run over a whole tile at once, because the libm call does not vectorise without
-fastmath; no fastmath flag is used anywhere.
+**Numerics.** Every tile product is one BLAS gemm (:func:`_gemm`, SciPy's BLAS called directly)
+on tiles small enough that OpenBLAS runs it on the calling thread. Its alpha applies the scale τ
+to the logits, and its beta = 1 adds P_ijᵀdO_i, dS_ijᵀQ_i, dS_ijK_j and P_ijV_j straight into
+their accumulators, in the inputs' dtype, as a naive computation's long gemm would; the row sums,
+D = rowsum(dO∘O), dP - D and the final sum of the dQ copies are float64. ``exp`` is a short
+vectorisable routine (:func:`_exp`) run over a whole tile at once, because the libm call does
+not vectorise without fastmath; no fastmath flag is used anywhere. Logits that overflow the
+dtype are refused before any kernel runs (:func:`check_logits_finite`).
+
+**Arithmetic.** :func:`flop_count` gives the flops of the matrix products of each path, the
+exact core's and these kernels'.
 """
 
 from __future__ import annotations
@@ -36,19 +41,23 @@ import math
 
 import numba as nb
 import numpy as np
+from llvmlite import binding as llvm_binding
+from llvmlite import ir as llvm_ir
 from numba import prange, types
-from numba.extending import overload
+from numba.core import cgutils
+from numba.extending import get_cython_function_address, intrinsic, overload
 
 from ._checks import (
     AttnInputError,
     check_backward_inputs,
+    check_int,
     check_mask,
     check_qkv,
     check_scale,
     float_dtype,
 )
 
-__all__ = ["flash_forward", "flash_backward"]
+__all__ = ["flash_forward", "flash_backward", "flop_count"]
 
 # ---------------------------------------------------------------------------------------
 # Block sizes
@@ -204,6 +213,101 @@ def _exp_impl(x, out, scratch):
 
 
 # ---------------------------------------------------------------------------------------
+# Tile products: BLAS gemm with alpha and beta (compiled)
+# ---------------------------------------------------------------------------------------
+
+# SciPy's BLAS, the library numba's own np.dot calls: Fortran ?gemm, every argument by pointer.
+# The compiled code calls it by symbol name, so numba can cache it on disk; the name is bound
+# to this process's address at import.
+for _name in ("sgemm", "dgemm"):
+    llvm_binding.add_symbol(
+        f"attnlib_{_name}", get_cython_function_address("scipy.linalg.cython_blas", _name)
+    )
+
+
+def _gemm_intrinsic(symbol):
+    @intrinsic
+    def call(typingctx, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12):
+        """symbol(p0, ..., p12) for 13 addresses (integers), as Fortran's ?gemm takes them."""
+        sig = types.void(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12)
+
+        def codegen(context, builder, signature, args):
+            ptr = llvm_ir.IntType(8).as_pointer()
+            fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [ptr] * 13)
+            fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+            builder.call(fn, [builder.inttoptr(a, ptr) for a in args])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return call
+
+
+_sgemm = _gemm_intrinsic("attnlib_sgemm")
+_dgemm = _gemm_intrinsic("attnlib_dgemm")
+_N, _T = 78, 84  # 'N' and 'T' in an int32, whose first byte Fortran reads (little-endian)
+
+
+@nb.njit(cache=True)
+def _gemm(a, ta, b, tb, c, alpha, beta, ints, flts):
+    """c = alpha·op(a)·op(b) + beta·c by one BLAS gemm, where op(x) = xᵀ if its flag is set.
+
+    a, b and c are row-major 2-d arrays with unit column stride (each may be a block of rows
+    of a larger array). ``ints`` (int32, 8) and ``flts`` (c's dtype, 2) carry the arguments
+    that Fortran takes by pointer. numba's ``np.dot`` only computes c = a·b; with beta = 1 a
+    tile product adds straight into its accumulator, and alpha applies the scale τ for free.
+    """
+    m, n = c.shape
+    k = a.shape[0] if ta else a.shape[1]
+    size = c.itemsize
+    # row-major c = op(a)·op(b) is column-major cᵀ = op(b)ᵀ·op(a)ᵀ: swap the operands
+    ints[0] = _T if tb else _N
+    ints[1] = _T if ta else _N
+    ints[2] = n
+    ints[3] = m
+    ints[4] = k
+    ints[5] = b.strides[0] // size
+    ints[6] = a.strides[0] // size
+    ints[7] = c.strides[0] // size
+    flts[0] = alpha
+    flts[1] = beta
+    i = ints.ctypes.data
+    f = flts.ctypes.data
+    if size == 4:
+        _sgemm(
+            i,
+            i + 4,
+            i + 8,
+            i + 12,
+            i + 16,
+            f,
+            b.ctypes.data,
+            i + 20,
+            a.ctypes.data,
+            i + 24,
+            f + size,
+            c.ctypes.data,
+            i + 28,
+        )
+    else:
+        _dgemm(
+            i,
+            i + 4,
+            i + 8,
+            i + 12,
+            i + 16,
+            f,
+            b.ctypes.data,
+            i + 20,
+            a.ctypes.data,
+            i + 24,
+            f + size,
+            c.ctypes.data,
+            i + 28,
+        )
+
+
+# ---------------------------------------------------------------------------------------
 # Tile steps (compiled)
 # ---------------------------------------------------------------------------------------
 
@@ -227,32 +331,25 @@ def _interleave(t, nblocks):
 
 
 @nb.njit(cache=True)
-def _scores(Q, K, KT, i0, i1, j0, j1, bc, S):
-    """S = Q[i0:i1] K[j0:j1]ᵀ by one gemm: through the blocked transpose KT for a full key
-    block, from K itself for the ragged last one."""
+def _logits(Q, K, KT, i0, i1, j0, j1, bc, scale, mask, has_mask, causal, S, ints, flts):
+    """S = τ·Q[i0:i1] K[j0:j1]ᵀ by one gemm (τ as its alpha), then -inf where the mask or
+    causality drops a key. A full key block multiplies its blocked transpose KT (a plain NN
+    gemm), the ragged last one K itself. Causal keeps key j iff j ≤ i (top-left aligned, like
+    ``np.tril`` and PyTorch's ``is_causal``)."""
     if j1 - j0 == bc:
-        np.dot(Q[i0:i1], KT[j0 // bc], S)
+        _gemm(Q[i0:i1], False, KT[j0 // bc], False, S, scale, 0.0, ints, flts)
     else:
-        np.dot(Q[i0:i1], K[j0:j1].T, S)
-
-
-@nb.njit(cache=True)
-def _logit_row(S, r, i, j0, scale, mask, has_mask, causal, out):
-    """out[c] = τ·S[r, c], or -inf where the mask or causality drops key j0 + c.
-
-    Row r of the tile is query row i. Causal keeps key j iff j ≤ i (top-left aligned, like
-    ``np.tril`` and PyTorch's ``is_causal``).
-    """
-    cols = S.shape[1]
-    for c in range(cols):
-        out[c] = S[r, c] * scale
+        _gemm(Q[i0:i1], False, K[j0:j1], True, S, scale, 0.0, ints, flts)
+    rows, cols = S.shape
     if has_mask:
-        for c in range(cols):
-            if not mask[i, j0 + c]:
-                out[c] = -np.inf
+        for r in range(rows):
+            for c in range(cols):
+                if not mask[i0 + r, j0 + c]:
+                    S[r, c] = -np.inf
     if causal:
-        for c in range(max(i - j0 + 1, 0), cols):
-            out[c] = -np.inf
+        for r in range(rows):
+            for c in range(max(i0 + r - j0 + 1, 0), cols):
+                S[r, c] = -np.inf
 
 
 _LANES = 16
@@ -285,21 +382,20 @@ def _row_max(x, lanes):
 
 
 @nb.njit(cache=True)
-def _probabilities(S, i0, j0, lse, scale, mask, has_mask, causal, xbuf, scratch, P):
-    """P = exp(τ·S - lse) for one tile (FA2 Alg. 2, line 11). Masked entries and fully masked
-    rows (lse = -inf) give 0. ``xbuf`` and ``scratch`` are flat buffers of the tile's size."""
+def _probabilities(S, i0, lse, scratch, P):
+    """P = exp(S - lse) for one tile of logits S, overwritten on the way (FA2 Alg. 2, line 11).
+    Masked logits (-inf) and fully masked rows (lse = -inf) give 0. ``scratch`` is a flat
+    buffer of the tile's size."""
     rows, cols = S.shape
-    X = xbuf.reshape((rows, cols))
     for r in range(rows):
         lr = lse[i0 + r]
         if lr == -np.inf:
             for c in range(cols):
-                X[r, c] = -np.inf
-            continue
-        _logit_row(S, r, i0 + r, j0, scale, mask, has_mask, causal, X[r])
-        for c in range(cols):
-            X[r, c] -= lr
-    _exp(xbuf, P.reshape(rows * cols), scratch)
+                S[r, c] = -np.inf
+        else:
+            for c in range(cols):
+                S[r, c] -= lr
+    _exp(S.reshape(rows * cols), P.reshape(rows * cols), scratch)
 
 
 @nb.njit(cache=True)
@@ -310,15 +406,6 @@ def _grad_scores(P, dP, D, i0):
         Dr = D[i0 + r]
         for c in range(cols):
             dP[r, c] = P[r, c] * (np.float64(dP[r, c]) - Dr)
-
-
-@nb.njit(cache=True)
-def _accumulate(acc, tile):
-    """acc += tile (acc float64, tile in the inputs' dtype)."""
-    rows, cols = acc.shape
-    for r in range(rows):
-        for c in range(cols):
-            acc[r, c] += tile[r, c]
 
 
 # ---------------------------------------------------------------------------------------
@@ -337,15 +424,15 @@ def _forward_block(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, qb, O, ls
     rows = i1 - i0
     sbuf = np.empty(br * bc, Q.dtype)
     pbuf = np.empty(br * bc, Q.dtype)
-    obuf = np.empty(br * dv, Q.dtype)
-    xbuf = np.empty(br * bc, Q.dtype)
     scratch = np.empty(br * bc, Q.dtype)
+    ints = np.empty(8, np.int32)
+    flts = np.empty(2, Q.dtype)
     shift = np.empty(1, Q.dtype)
     lanes = np.empty(_LANES, Q.dtype)
     ones = np.ones(bc, Q.dtype)
     tile_sum = np.empty(br, Q.dtype)
     alpha = np.empty(rows)
-    acc = np.zeros((rows, dv))
+    acc = np.zeros((rows, dv), Q.dtype)  # Σ_j exp(S_ij - running max) V_j, added by gemm
     run_max = np.full(rows, -np.inf)
     run_sum = np.zeros(rows)
     # under causality, key blocks past the block's last row are all masked: skip them
@@ -354,33 +441,27 @@ def _forward_block(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, qb, O, ls
         j1 = min(j0 + bc, m)
         cols = j1 - j0
         S = sbuf[: rows * cols].reshape((rows, cols))
-        _scores(Q, K, KT, i0, i1, j0, j1, bc, S)
-        X = xbuf[: rows * cols].reshape((rows, cols))
+        _logits(Q, K, KT, i0, i1, j0, j1, bc, scale, mask, has_mask, causal, S, ints, flts)
         for r in range(rows):
-            _logit_row(S, r, i0 + r, j0, scale, mask, has_mask, causal, X[r])
-            tile_max = _row_max(X[r], lanes)
             old = run_max[r]
-            new = max(old, tile_max)
-            if new == -np.inf:  # every key so far is masked for this row: P row = exp(-inf) = 0
-                alpha[r] = 1.0
-                continue
-            shift[0] = new  # the row maximum, in the tile's dtype (it is one of the logits)
+            new = max(old, _row_max(S[r], lanes))
+            # the row maximum, in the tile's dtype (it is one of the logits); a row with every
+            # key so far masked keeps its -inf logits, whose exp is 0
+            shift[0] = new if new > -np.inf else 0.0
             for c in range(cols):
-                X[r, c] -= shift[0]
+                S[r, c] -= shift[0]
             # online softmax (FA2 Alg. 1, lines 9–10): rescale what came before
-            alpha[r] = math.exp(old - new)
+            alpha[r] = math.exp(old - new) if new > -np.inf else 1.0
             run_max[r] = new
         P = pbuf[: rows * cols].reshape((rows, cols))
-        _exp(xbuf[: rows * cols], pbuf[: rows * cols], scratch[: rows * cols])
+        _exp(sbuf[: rows * cols], pbuf[: rows * cols], scratch[: rows * cols])
         np.dot(P, ones[:cols], tile_sum[:rows])  # row sums of P by one gemv
         for r in range(rows):
             run_sum[r] = run_sum[r] * alpha[r] + tile_sum[r]
             if alpha[r] != 1.0:
                 for k in range(dv):
                     acc[r, k] *= alpha[r]
-        PV = obuf[: rows * dv].reshape((rows, dv))
-        np.dot(P, V[j0:j1], PV)
-        _accumulate(acc, PV)
+        _gemm(P, False, V[j0:j1], False, acc, 1.0, 1.0, ints, flts)  # acc += P_ij V_j
     for r in range(rows):
         if run_max[r] == -np.inf:  # fully masked row: O = 0, lse = -inf
             for k in range(dv):
@@ -398,24 +479,23 @@ def _backward_key_block(
 ):
     """FA2 Alg. 2 for key block kb: owns dK_j and dV_j and streams the query blocks once.
 
-    With ``with_dq`` it also adds dS_ij K_j into ``dq`` (unscaled, float64): the fused pass,
-    where ``dq`` is the calling group's own copy of dQ. Without it, dQ is left to pass 2.
+    dK_j and dV_j accumulate in place in the (zeroed) outputs. With ``with_dq`` it also adds
+    dS_ij K_j into ``dq`` (unscaled): the fused pass, where ``dq`` is the calling group's own
+    zeroed copy of dQ. Without it, dQ is left to pass 2.
     """
-    n, d = Q.shape
+    n = Q.shape[0]
     m = K.shape[0]
-    dv = V.shape[1]
     j0 = kb * bc
     j1 = min(j0 + bc, m)
     cols = j1 - j0
     sbuf = np.empty(br * bc, Q.dtype)
     pbuf = np.empty(br * bc, Q.dtype)
     gbuf = np.empty(br * bc, Q.dtype)
-    kvbuf = np.empty(bc * max(d, dv), Q.dtype)
-    qbuf = np.empty(br * d, Q.dtype)
-    xbuf = np.empty(br * bc, Q.dtype)
     scratch = np.empty(br * bc, Q.dtype)
-    dk_acc = np.zeros((cols, d))
-    dv_acc = np.zeros((cols, dv))
+    ints = np.empty(8, np.int32)
+    flts = np.empty(2, Q.dtype)
+    dKj = dK[j0:j1]
+    dVj = dV[j0:j1]
     # under causality, rows i < j0 see none of these keys
     first = (j0 // br) * br if causal else 0
     for i0 in range(first, n, br):
@@ -423,37 +503,27 @@ def _backward_key_block(
         rows = i1 - i0
         tile = rows * cols
         S = sbuf[:tile].reshape((rows, cols))
-        _scores(Q, K, KT, i0, i1, j0, j1, bc, S)
+        _logits(Q, K, KT, i0, i1, j0, j1, bc, scale, mask, has_mask, causal, S, ints, flts)
         P = pbuf[:tile].reshape((rows, cols))
-        _probabilities(
-            S, i0, j0, lse, scale, mask, has_mask, causal, xbuf[:tile], scratch[:tile], P
-        )
-        tv = kvbuf[: cols * dv].reshape((cols, dv))
-        np.dot(P.T, dO[i0:i1], tv)  # dV_j += P_ijᵀ dO_i
-        _accumulate(dv_acc, tv)
+        _probabilities(S, i0, lse, scratch[:tile], P)
+        _gemm(P, True, dO[i0:i1], False, dVj, 1.0, 1.0, ints, flts)  # dV_j += P_ijᵀ dO_i
         G = gbuf[:tile].reshape((rows, cols))
-        _scores(dO, V, VT, i0, i1, j0, j1, bc, G)  # dP_ij = dO_i V_jᵀ
+        if cols == bc:  # dP_ij = dO_i V_jᵀ
+            _gemm(dO[i0:i1], False, VT[kb], False, G, 1.0, 0.0, ints, flts)
+        else:
+            _gemm(dO[i0:i1], False, V[j0:j1], True, G, 1.0, 0.0, ints, flts)
         _grad_scores(P, G, D, i0)  # G becomes dS_ij
-        tk = kvbuf[: cols * d].reshape((cols, d))
-        np.dot(G.T, Q[i0:i1], tk)  # dK_j += dS_ijᵀ Q_i
-        _accumulate(dk_acc, tk)
-        if with_dq:
-            tq = qbuf[: rows * d].reshape((rows, d))
-            np.dot(G, K[j0:j1], tq)  # dQ_i += dS_ij K_j, into the group's own copy
-            _accumulate(dq[i0:i1], tq)
-    for c in range(cols):
-        for k in range(d):
-            dK[j0 + c, k] = dk_acc[c, k] * scale
-        for k in range(dv):
-            dV[j0 + c, k] = dv_acc[c, k]
+        _gemm(G, True, Q[i0:i1], False, dKj, scale, 1.0, ints, flts)  # dK_j += τ dS_ijᵀ Q_i
+        if with_dq:  # dQ_i += dS_ij K_j, into the group's own copy
+            _gemm(G, False, K[j0:j1], False, dq[i0:i1], 1.0, 1.0, ints, flts)
 
 
 @nb.njit(cache=True)
 def _backward_fused_group(
-    Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, g, groups, dK, dV, dQg
+    Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, g, groups, dK, dV, dq
 ):
     """Group g of the fused backward: key blocks g, g + groups, ... in increasing order, each
-    adding its dQ contributions into the group's own buffer ``dQg[g]``. Five tile products and
+    adding its dQ contributions into the group's own buffer ``dq``. Five tile products and
     one exp per tile, against seven and two for the two-pass schedule."""
     for kb in range(g, _cdiv(K.shape[0], bc), groups):
         _backward_key_block(
@@ -474,16 +544,18 @@ def _backward_fused_group(
             kb,
             dK,
             dV,
-            dQg[g],
+            dq,
             True,
         )
 
 
 @nb.njit(parallel=True, cache=True)
-def _run_fused(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, dK, dV, dQg):
-    """The fused backward: key-block groups in parallel, then dQ = τ·Σ_g dQg[g] in order g."""
-    groups = dQg.shape[0]
+def _run_fused(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, dK, dV, dQ, dQg):
+    """The fused backward: key-block groups in parallel. Group 0 adds into dQ itself, group
+    g ≥ 1 into dQg[g - 1]; :func:`_sum_groups` then adds them up."""
+    groups = dQg.shape[0] + 1
     for g in prange(groups):
+        dq = dQ if g == 0 else dQg[g - 1]
         _backward_fused_group(
             Q,
             K,
@@ -503,17 +575,17 @@ def _run_fused(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, b
             groups,
             dK,
             dV,
-            dQg,
+            dq,
         )
 
 
 @nb.njit(parallel=True, cache=True)
 def _sum_groups(dQg, scale, dQ):
-    """dQ = τ·Σ_g dQg[g], summed in the fixed order g = 0, 1, ... for every entry."""
+    """dQ ← τ·(dQ + Σ_g dQg[g]), summed in float64 in the fixed order of g for every entry."""
     groups, n, d = dQg.shape
     for i in prange(n):
         for k in range(d):
-            s = 0.0
+            s = np.float64(dQ[i, k])
             for g in range(groups):
                 s += dQg[g, i, k]
             dQ[i, k] = s * scale
@@ -521,8 +593,8 @@ def _sum_groups(dQg, scale, dQ):
 
 @nb.njit(cache=True)
 def _backward_dq_block(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, qb, dQ):
-    """Pass 2 for query block qb: owns dQ_i and recomputes S, P and dP tile by tile."""
-    n, d = Q.shape
+    """Pass 2 for query block qb: owns dQ_i (zeroed) and recomputes S, P and dP tile by tile."""
+    n = Q.shape[0]
     m = K.shape[0]
     i0 = qb * br
     i1 = min(i0 + br, n)
@@ -530,84 +602,89 @@ def _backward_dq_block(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causa
     sbuf = np.empty(br * bc, Q.dtype)
     pbuf = np.empty(br * bc, Q.dtype)
     gbuf = np.empty(br * bc, Q.dtype)
-    qbuf = np.empty(br * d, Q.dtype)
-    xbuf = np.empty(br * bc, Q.dtype)
     scratch = np.empty(br * bc, Q.dtype)
-    dq_acc = np.zeros((rows, d))
+    ints = np.empty(8, np.int32)
+    flts = np.empty(2, Q.dtype)
     kend = min(m, _cdiv(i1, bc) * bc) if causal else m
     for j0 in range(0, kend, bc):
         j1 = min(j0 + bc, m)
         cols = j1 - j0
-        S = sbuf[: rows * cols].reshape((rows, cols))
-        _scores(Q, K, KT, i0, i1, j0, j1, bc, S)
-        P = pbuf[: rows * cols].reshape((rows, cols))
         tile = rows * cols
-        _probabilities(
-            S, i0, j0, lse, scale, mask, has_mask, causal, xbuf[:tile], scratch[:tile], P
-        )
-        G = gbuf[: rows * cols].reshape((rows, cols))
-        _scores(dO, V, VT, i0, i1, j0, j1, bc, G)
+        S = sbuf[:tile].reshape((rows, cols))
+        _logits(Q, K, KT, i0, i1, j0, j1, bc, scale, mask, has_mask, causal, S, ints, flts)
+        P = pbuf[:tile].reshape((rows, cols))
+        _probabilities(S, i0, lse, scratch[:tile], P)
+        G = gbuf[:tile].reshape((rows, cols))
+        if cols == bc:
+            _gemm(dO[i0:i1], False, VT[j0 // bc], False, G, 1.0, 0.0, ints, flts)
+        else:
+            _gemm(dO[i0:i1], False, V[j0:j1], True, G, 1.0, 0.0, ints, flts)
         _grad_scores(P, G, D, i0)
-        tq = qbuf[: rows * d].reshape((rows, d))
-        np.dot(G, K[j0:j1], tq)  # dQ_i += dS_ij K_j
-        _accumulate(dq_acc, tq)
-    for r in range(rows):
-        for k in range(d):
-            dQ[i0 + r, k] = dq_acc[r, k] * scale
+        _gemm(G, False, K[j0:j1], False, dQ[i0:i1], scale, 1.0, ints, flts)  # dQ_i += τ dS K_j
 
 
 # ---------------------------------------------------------------------------------------
 # The parallel entry points (compiled)
 # ---------------------------------------------------------------------------------------
 
-_FORWARD, _BACKWARD_DKDV, _BACKWARD_DQ = 0, 1, 2
+
+@nb.njit(parallel=True, cache=True)
+def _run_forward(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, O, lse):
+    """The forward pass: query blocks in parallel, each writing its own rows of O and lse."""
+    nblocks = _cdiv(Q.shape[0], br)
+    for t in prange(nblocks):
+        qb = _interleave(t, nblocks)
+        _forward_block(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, qb, O, lse)
 
 
 @nb.njit(parallel=True, cache=True)
-def _run_blocks(task, Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, A, B):
-    """Run one pass with its independent blocks in parallel.
-
-    - ``_FORWARD``: query blocks; writes O into A, and lse.
-    - ``_BACKWARD_DKDV``: key blocks; writes dK into A and dV into B.
-    - ``_BACKWARD_DQ``: query blocks; writes dQ into A.
-
-    Every block writes only its own rows of the outputs, so the blocks never race.
-    """
-    if task == _BACKWARD_DKDV:
-        nblocks = _cdiv(K.shape[0], bc)
-    else:
-        nblocks = _cdiv(Q.shape[0], br)
-    no_dq = np.zeros((1, 1))  # pass 1 of the two-pass schedule leaves dQ to pass 2
-    for t in prange(nblocks):
-        blk = _interleave(t, nblocks)
-        if task == _FORWARD:
-            _forward_block(Q, K, KT, V, scale, mask, has_mask, causal, br, bc, blk, A, lse)
-        elif task == _BACKWARD_DKDV:
-            _backward_key_block(
-                Q,
-                K,
-                KT,
-                V,
-                VT,
-                dO,
-                lse,
-                D,
-                scale,
-                mask,
-                has_mask,
-                causal,
-                br,
-                bc,
-                blk,
-                A,
-                B,
-                no_dq,
-                False,
-            )
-        else:
-            _backward_dq_block(
-                Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, blk, A
-            )
+def _run_two_pass(Q, K, KT, V, VT, dO, lse, D, scale, mask, has_mask, causal, br, bc, dK, dV, dQ):
+    """The two-pass backward (for a single key block): the key blocks in parallel for dK and
+    dV, then the query blocks in parallel, each owning its dQ_i. No block races another."""
+    kblocks = _cdiv(K.shape[0], bc)
+    no_dq = np.zeros((1, 1), Q.dtype)  # pass 1 leaves dQ to pass 2
+    for t in prange(kblocks):
+        _backward_key_block(
+            Q,
+            K,
+            KT,
+            V,
+            VT,
+            dO,
+            lse,
+            D,
+            scale,
+            mask,
+            has_mask,
+            causal,
+            br,
+            bc,
+            _interleave(t, kblocks),
+            dK,
+            dV,
+            no_dq,
+            False,
+        )
+    qblocks = _cdiv(Q.shape[0], br)
+    for t in prange(qblocks):
+        _backward_dq_block(
+            Q,
+            K,
+            KT,
+            V,
+            VT,
+            dO,
+            lse,
+            D,
+            scale,
+            mask,
+            has_mask,
+            causal,
+            br,
+            bc,
+            _interleave(t, qblocks),
+            dQ,
+        )
 
 
 @nb.njit(parallel=True, cache=True)
@@ -621,12 +698,30 @@ def _rowdot(dO, O, D):
         D[i] = s
 
 
+#: Every compiled entry point; each has one signature per dtype (see :func:`_frozen`).
+KERNELS = (_run_forward, _run_fused, _sum_groups, _run_two_pass, _rowdot)
+
+
 # ---------------------------------------------------------------------------------------
 # Public wrappers
 # ---------------------------------------------------------------------------------------
 
-_NO_MASK = np.ones((1, 1), dtype=np.bool_)
-_NO_D = np.zeros(1)
+
+def _frozen(x: np.ndarray) -> np.ndarray:
+    """A read-only, C-contiguous view of x (a copy only if x is not C-contiguous).
+
+    numba compiles one machine-code version per combination of argument types, and an array's
+    type includes its layout and whether it is writeable. Handing every kernel read-only
+    C-contiguous inputs, whatever the caller passed (read-only, Fortran order, negative
+    strides), keeps it at one compiled version per dtype. Only the view is frozen: the
+    caller's array keeps its flags.
+    """
+    view = np.ascontiguousarray(x).view()
+    view.flags.writeable = False
+    return view
+
+
+_NO_MASK = _frozen(np.ones((1, 1), dtype=np.bool_))
 
 
 def _mask_args(mask, n, m, causal):
@@ -636,7 +731,95 @@ def _mask_args(mask, n, m, causal):
         raise AttnInputError(f"causal must be True or False, got {causal!r}")
     if mask is None:
         return _NO_MASK, False, bool(causal)
-    return np.ascontiguousarray(mask), True, bool(causal)
+    return _frozen(mask), True, bool(causal)
+
+
+def _max_row_norm(X: np.ndarray) -> float:
+    """max_i ‖x_i‖ in float64, without overflow for entries up to ~1e308, through blocks of
+    rows so that the temporaries stay small next to X."""
+    top = float(np.abs(X).max())
+    if top == 0:
+        return 0.0
+    rows = max(1, (1 << 16) // X.shape[1])
+    best = 0.0
+    for i0 in range(0, X.shape[0], rows):
+        block = X[i0 : i0 + rows].astype(np.float64) / top
+        best = max(best, float(np.einsum("ij,ij->i", block, block).max()))
+    return top * math.sqrt(best)
+
+
+def check_logits_finite(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
+    """Raise if some logit τ·q_i·k_j, or the product q_i·k_j itself, is not finite in Q's dtype.
+
+    Cauchy–Schwarz bounds every such product by ‖q_i‖·‖k_j‖, and rounding over d terms adds
+    at most a factor 1 + (d + 2)·ε; when that bound fits the dtype, which is the usual case,
+    this costs O((n + m)·d). Only otherwise are the logits computed, a block of rows at a
+    time, as the kernels compute them.
+
+    Raises
+    ------
+    AttnInputError
+        if a logit overflows the dtype (the kernels would divide by an infinite row sum).
+    """
+    dtype = Q.dtype
+    big = float(np.finfo(dtype).max)
+    d = Q.shape[1]
+    bound = _max_row_norm(Q) * _max_row_norm(K) * (1 + (d + 2) * 2.3e-16)
+    if dtype == np.float32:
+        bound *= 1 + (d + 2) * float(np.finfo(np.float32).eps)
+    if bound <= big and scale * bound <= big:
+        return
+    rows = max(1, (1 << 22) // K.shape[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i0 in range(0, Q.shape[0], rows):
+            S = Q[i0 : i0 + rows] @ K.T
+            if not (np.isfinite(S).all() and (np.abs(S, dtype=np.float64) * scale <= big).all()):
+                raise AttnInputError(
+                    f"the logits scale * Q @ K.T overflow {dtype}: Q, K or scale is too large"
+                )
+
+
+def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "tiled") -> dict:
+    """Floating-point operations of the matrix products of one forward and one backward pass.
+
+    A multiply-add is 2 flops; elementwise work (exp, scaling, masking, dS = P∘(dP - D)) is not
+    counted, and masks are ignored (no tile is skipped). For d_v = d, each n×m product costs
+    2nmd flops:
+
+    - ``"exact"`` (:func:`attnlib.attention_forward` / :func:`attnlib.attention_backward`):
+      forward S and PV; backward S again (P is recomputed from lse), dP, dV, dK and dQ.
+      Total 14·n·m·d.
+    - ``"tiled"`` (:func:`flash_forward` / :func:`flash_backward`): the same products tile by
+      tile, plus the forward's row sums of P by gemv (2nm). With a single key block the backward
+      runs two passes and recomputes S and dP once more (FA2 Alg. 2 without the dQ groups).
+
+    Parameters
+    ----------
+    n, m, d : query rows, key rows, head dimension (positive integers)
+    dv : value dimension, default d
+    path : "exact" or "tiled"
+
+    Returns
+    -------
+    {"forward": flops, "backward": flops}, integers.
+
+    Raises
+    ------
+    AttnInputError
+        if a size is not a positive integer or ``path`` is unknown.
+    """
+    n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
+    dv = d if dv is None else check_int("dv", dv)
+    if path not in ("exact", "tiled"):
+        raise AttnInputError(f"path must be 'exact' or 'tiled', got {path!r}")
+    products = 2 * n * m  # flops per unit of inner dimension of one n×m product
+    forward = products * (d + dv)  # S = QKᵀ, then PV
+    backward = products * (d + 2 * dv + 2 * d)  # S, dP = dO Vᵀ, dV, dK, dQ
+    if path == "tiled":
+        forward += products  # row sums of each tile of P, by gemv
+        if m <= _block_sizes(d, dv)[1]:  # one key block: two passes, S and dP again
+            backward += products * (d + dv)
+    return {"forward": forward, "backward": backward}
 
 
 def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
@@ -656,8 +839,14 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
     Returns
     -------
     O : (n, d_v) and lse : (n,), in the inputs' common dtype. A fully masked row gives O = 0
-    and lse = -inf. The first call compiles the kernels (10 to 20 s per dtype on a 2-core
+    and lse = -inf. The first call compiles the kernels (10 to 30 s per dtype on a 2-core
     machine); numba caches them on disk, and later processes load them in under a second.
+
+    Raises
+    ------
+    AttnInputError
+        for invalid inputs (the messages of the exact core), or when a logit τ·q_i·k_j
+        overflows the dtype.
     """
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
@@ -665,15 +854,13 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
     tau = check_scale(scale, d)
     mask_arr, has_mask, causal = _mask_args(mask, n, m, causal)
     dtype = float_dtype(Q, K, V)
-    Q, K, V = (np.ascontiguousarray(x, dtype=dtype) for x in (Q, K, V))
+    Q, K, V = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V))
+    check_logits_finite(Q, K, tau)
     br, bc = _block_sizes(d, dv)
-    KT = _blocked_transpose(K, bc)
+    KT = _frozen(_blocked_transpose(K, bc))
     O = np.empty((n, dv), dtype=dtype)
     lse = np.empty(n, dtype=dtype)
-    # dO, VT and D are not used by the forward pass: pass placeholders of the right types
-    _run_blocks(
-        _FORWARD, Q, K, KT, V, KT, O, lse, _NO_D, tau, mask_arr, has_mask, causal, br, bc, O, O
-    )
+    _run_forward(Q, K, KT, V, tau, mask_arr, has_mask, causal, br, bc, O, lse)
     return O, lse
 
 
@@ -682,8 +869,8 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
 
     Same contract as :func:`attnlib.attention_backward` (FA2 Alg. 2), with P recomputed tile by
     tile from ``lse``, in O((n + m)·d) extra memory. Key blocks run in :data:`DQ_GROUPS` fixed
-    groups, each with its own float64 copy of dQ, added in a fixed order: no data races, and
-    results bitwise independent of the number of threads.
+    groups, each with its own copy of dQ, added in a fixed order: no data races, and results
+    bitwise independent of the number of threads.
 
     Parameters
     ----------
@@ -695,6 +882,12 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     Returns
     -------
     dQ, dK, dV : (n, d), (m, d), (m, d_v). Fully masked rows contribute nothing.
+
+    Raises
+    ------
+    AttnInputError
+        for invalid inputs (the messages of the exact core), or when a logit τ·q_i·k_j
+        overflows the dtype.
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
@@ -702,22 +895,23 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     tau = check_scale(scale, d)
     mask_arr, has_mask, causal = _mask_args(mask, n, m, causal)
     dtype = float_dtype(Q, K, V, O, dO, lse)
-    Q, K, V, O, dO, lse = (np.ascontiguousarray(x, dtype=dtype) for x in (Q, K, V, O, dO, lse))
+    Q, K, V, O, dO, lse = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V, O, dO, lse))
+    check_logits_finite(Q, K, tau)
     br, bc = _block_sizes(d, dv)
-    KT = _blocked_transpose(K, bc)
-    VT = _blocked_transpose(V, bc)
+    KT = _frozen(_blocked_transpose(K, bc))
+    VT = _frozen(_blocked_transpose(V, bc))
     D = np.empty(n)
     _rowdot(dO, O, D)
-    dQ = np.empty((n, d), dtype=dtype)
-    dK = np.empty((m, d), dtype=dtype)
-    dV = np.empty((m, dv), dtype=dtype)
-    args = (Q, K, KT, V, VT, dO, lse, D, tau, mask_arr, has_mask, causal, br, bc)
+    D = _frozen(D)
+    dQ = np.zeros((n, d), dtype=dtype)
+    dK = np.zeros((m, d), dtype=dtype)
+    dV = np.zeros((m, dv), dtype=dtype)
+    args = (Q, K, KT, V, VT, dO, lse, D, tau, mask_arr, has_mask, causal, br, bc, dK, dV, dQ)
     groups = min(DQ_GROUPS, _cdiv(m, bc))
     if groups > 1:
-        dQg = np.zeros((groups, n, d))
-        _run_fused(*args, dK, dV, dQg)
+        dQg = np.zeros((groups - 1, n, d), dtype=dtype)
+        _run_fused(*args, dQg)
         _sum_groups(dQg, tau, dQ)
     else:
-        _run_blocks(_BACKWARD_DKDV, *args, dK, dV)
-        _run_blocks(_BACKWARD_DQ, *args, dQ, dQ)
+        _run_two_pass(*args)
     return dQ, dK, dV

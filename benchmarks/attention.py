@@ -2,9 +2,15 @@
 
 Run from the repository root::
 
-    python -m benchmarks.attention            # the standard sweep (~15-20 min on 2 cores)
+    python -m benchmarks.attention            # the standard grid
+    python -m benchmarks.attention --full     # also n = 16384 at d = 32 and 128
     python -m benchmarks.attention --quick    # a smoke run (~2 min), written to a temp folder
-    python -m benchmarks.attention --full     # every n, d, dtype and thread count (hours)
+
+The standard grid is every dtype (float32, float64), d in {32, 64, 128} and n in {512, ...,
+8192}, with 1 thread and with all cores, plus n = 16384 at d = 64; ``--full`` adds n = 16384 at
+d = 32 and 128, the exact numpy path at every d, and the forward pass timed alone.
+The standard grid took 50 minutes on 2 cores shared with other jobs (load average 6 to 8);
+machine.csv records each part's minutes and load.
 
 What is measured, for Q, K, V, dO of shape (n, d) (one attention head, batch 1):
 
@@ -13,7 +19,11 @@ What is measured, for Q, K, V, dO of shape (n, d) (one attention head, batch 1):
 - ``flash``: :func:`attnlib.flash_forward` / :func:`attnlib.flash_backward` (numba, tiled);
 - ``torch-math`` and ``torch-flash``: PyTorch's ``scaled_dot_product_attention`` on the CPU with
   the math backend and the flash backend, backward by autograd -- when torch is installed. The
-  script says so plainly when it is not, and skips those rows.
+  script says so plainly when it is not, and skips those rows. "PyTorch" in the summary is the
+  faster of the two on each shape.
+- ``gemm`` (at n = 4096): one BLAS gemm (numpy's) of (n × 7d)·(7d × n), which does the same
+  14·n²·d flops as the matrix products of forward + backward (:func:`attnlib.fast.flop_count`)
+  at the machine's full matmul rate: the "matmul limit", timed in the same round-robin.
 
 Times are medians over repeats after a warm-up call (the first call of the numba kernels
 compiles them; that is measured separately, in a fresh cache, and kept out of every timing).
@@ -28,7 +38,8 @@ the resident size just before it (inputs allocated, kernels loaded, BLAS buffers
 tracemalloc's peak (which sees numpy's allocations but not torch's or numba's scratch).
 
 Results go to ``benchmarks/results/``: ``attention_time.csv``, ``attention_memory.csv``,
-``machine.csv`` and ``attention.png``.
+``machine.csv``, ``attention.png`` (d = 64: time, ratios, memory) and ``attention_ratio.png``
+(flash_* ÷ the faster PyTorch backend on every shape).
 """
 
 from __future__ import annotations
@@ -45,7 +56,7 @@ import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-IMPLS = ("numpy", "flash", "torch-math", "torch-flash")
+IMPLS = ("numpy", "flash", "torch-math", "torch-flash", "gemm")
 TORCH_IMPLS = ("torch-math", "torch-flash")
 # numpy's exact path and torch's math backend materialise several n×n matrices: keep them to
 # sizes that fit next to other users of a shared 24 GiB machine
@@ -61,18 +72,15 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUM
 def time_plan(args) -> list[dict]:
     """(impl-independent) configurations to time: dtype, n, d."""
     if args.quick:
-        grid = [(dt, n, 64) for dt in ("float32", "float64") for n in (512, 1024, 2048)]
-    elif args.full:
+        grid = [(dt, n, 64) for dt in ("float32", "float64") for n in (512, 1024, 2048, 4096)]
+    else:
         grid = [
             (dt, n, d)
             for dt in ("float32", "float64")
             for d in (32, 64, 128)
             for n in (512, 1024, 2048, 4096, 8192, 16384)
+            if n < 16384 or d == 64 or args.full
         ]
-    else:
-        grid = [(dt, n, 64) for dt in ("float32", "float64") for n in (512, 1024, 2048, 4096, 8192)]
-        grid += [(dt, 4096, d) for dt in ("float32", "float64") for d in (32, 128)]
-        grid += [("float32", 16384, 64)]
     return [
         {"dtype": dt, "n": n, "d": d} for dt, n, d in grid if n <= args.max_n and d in args.dims
     ]
@@ -90,7 +98,7 @@ def memory_plan(args) -> list[dict]:
         if n > args.max_n_memory:
             continue
         for impl in IMPLS:
-            if impl in ("numpy", "torch-math") and n > MAX_N_MATERIALISED:
+            if impl == "gemm" or impl in ("numpy", "torch-math") and n > MAX_N_MATERIALISED:
                 continue
             plan.append({"impl": impl, "dtype": "float32", "n": n, "d": 64})
     return plan
@@ -206,6 +214,19 @@ def torch_flash_available() -> bool:
 
 def make_impl(name, Q, K, V, dO):
     """(forward(), forward_and_backward()) for one implementation on fixed inputs."""
+    if name == "gemm":
+        import numpy as np
+
+        n, d = Q.shape
+        A = np.tile(Q, (1, 7))  # (n, 7d): one gemm of 2·n·7d·n = 14·n²·d flops
+        B = np.ascontiguousarray(np.tile(K, (1, 7)).T)
+        C = np.empty((n, n), dtype=Q.dtype)
+
+        def matmul():
+            return np.matmul(A, B, out=C)
+
+        return matmul, matmul
+
     if name in ("numpy", "flash"):
         import attnlib as al
 
@@ -248,7 +269,11 @@ def make_impl(name, Q, K, V, dO):
     return fwd, fwd_bwd
 
 
-def skip_reason(impl, n, d, itemsize, have_torch, have_torch_flash, max_n_materialised):
+def skip_reason(impl, n, d, itemsize, have_torch, have_torch_flash, max_n_materialised, full):
+    if impl == "gemm" and n != 4096:
+        return "skipped: the matmul limit is timed at n = 4096"
+    if impl == "numpy" and d != 64 and not full:
+        return "skipped: the exact numpy path is timed at d = 64 (every d with --full)"
     if impl in TORCH_IMPLS and not have_torch:
         return "skipped: torch not installed"
     if impl == "torch-flash" and not have_torch_flash:
@@ -301,11 +326,18 @@ def worker_time(opts) -> None:
         n, d, dtype = cfg["n"], cfg["d"], cfg["dtype"]
         Q, K, V, dO = make_inputs(n, d, dtype)
         itemsize = np.dtype(dtype).itemsize
-        for pass_name in ("fwd", "fwd+bwd"):
+        for pass_name in opts["passes"]:
             live = {}
             for impl in opts["impls"]:
                 reason = skip_reason(
-                    impl, n, d, itemsize, have_torch, have_torch_flash, opts["max_n_materialised"]
+                    impl,
+                    n,
+                    d,
+                    itemsize,
+                    have_torch,
+                    have_torch_flash,
+                    opts["max_n_materialised"],
+                    opts["full"],
                 )
                 base = {
                     "kind": "time",
@@ -541,25 +573,35 @@ MEMORY_COLUMNS = [
 
 
 def summarise(time_rows, memory_rows) -> list[str]:
-    """The headline ratios, as lines of text."""
+    """The headline ratios, as lines of text: flash_* against the faster PyTorch backend on
+    every shape, the matmul limit at n = 4096, and the extra memory."""
+    from attnlib.fast import flop_count
+
     med = {
         (r["impl"], r["dtype"], r["n"], r["d"], r["threads"], r["pass"]): r["median_s"]
         for r in time_rows
         if r.get("status") == "ok"
     }
-    lines = []
-    for (impl, dtype, n, d, threads, pass_name), t in sorted(med.items(), key=str):
-        if impl != "flash":
+    lines = [
+        f"{'dtype':8s} {'n':>6s} {'d':>4s} {'thr':>3s} {'attnlib':>10s} {'PyTorch':>10s} ratio"
+    ]
+    for (impl, dtype, n, d, threads, pass_name), t in sorted(med.items()):
+        if impl != "flash" or pass_name != "fwd+bwd":
             continue
-        parts = []
-        for peer in ("numpy", "torch-math", "torch-flash"):
-            tp = med.get((peer, dtype, n, d, threads, pass_name))
-            if tp:
-                parts.append(f"{t / tp:.2f}x {peer}")
-        if parts:
+        peers = [med.get((p, dtype, n, d, threads, pass_name)) for p in TORCH_IMPLS]
+        peers = [p for p in peers if p]
+        if peers:
             lines.append(
-                f"flash {pass_name:7s} {dtype} n={n:5d} d={d:3d} threads={threads}: "
-                f"{t:.4f} s = " + ", ".join(parts)
+                f"{dtype:8s} {n:6d} {d:4d} {threads:3d} {t * 1e3:8.1f}ms {min(peers) * 1e3:8.1f}ms "
+                f"{t / min(peers):.2f}"
+            )
+        gemm = med.get(("gemm", dtype, n, d, threads, pass_name))
+        if gemm:
+            flops = sum(flop_count(n, n, d).values())
+            lines.append(
+                f"  matmul limit ({dtype}, n={n}, d={d}, {threads} thr.): one gemm of the same "
+                f"flops at {flops / gemm / 1e9:.0f} GFLOP/s takes {gemm * 1e3:.1f} ms; "
+                f"flash_* takes {t / gemm:.2f}x that ({flops / t / 1e9:.0f} GFLOP/s)"
             )
     for r in memory_rows:
         if r.get("status") == "ok":
@@ -573,8 +615,13 @@ def summarise(time_rows, memory_rows) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="a smoke run: n <= 2048, d = 64")
-    size.add_argument("--full", action="store_true", help="every n, d and dtype (hours)")
+    size.add_argument("--quick", action="store_true", help="a smoke run: n <= 4096, d = 64")
+    size.add_argument(
+        "--full",
+        action="store_true",
+        help="also n = 16384 at d = 32 and 128, numpy at every d, and the forward pass alone",
+    )
+    p.add_argument("--forward", action="store_true", help="also time the forward pass alone")
     p.add_argument("--max-n", type=int, default=16384, help="largest n in the time sweep")
     p.add_argument("--max-n-memory", type=int, default=65536, help="largest n, memory run")
     p.add_argument("--dims", type=int, nargs="+", default=[32, 64, 128])
@@ -662,6 +709,8 @@ def main(argv=None) -> int:
                 "min_reps": args.min_reps,
                 "max_reps": args.max_reps,
                 "max_n_materialised": args.max_n_materialised,
+                "full": args.full,
+                "passes": ["fwd", "fwd+bwd"] if args.full or args.forward else ["fwd+bwd"],
             }
             print(f"timing {len(plan)} configurations with {threads} thread(s) ...", flush=True)
             for r in run_worker("time", opts, child_env(threads, args)):
@@ -704,7 +753,7 @@ def main(argv=None) -> int:
         ["key", "value"],
     )
     if time_rows or memory_rows:
-        from attnlib.plots import benchmark_figure, read_benchmark_csv
+        from attnlib.plots import benchmark_figure, benchmark_ratio_figure, read_benchmark_csv
 
         time_rows, memory_rows = (
             read_benchmark_csv(args.out / name) if (args.out / name).exists() else []
@@ -712,6 +761,8 @@ def main(argv=None) -> int:
         )
         fig = benchmark_figure(time_rows, memory_rows)
         fig.savefig(args.out / "attention.png", bbox_inches="tight")
+        fig = benchmark_ratio_figure(time_rows)
+        fig.savefig(args.out / "attention_ratio.png", bbox_inches="tight")
         for line in summarise(time_rows, memory_rows):
             print(line)
     print(f"results in {args.out} ({minutes} min)")

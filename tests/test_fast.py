@@ -145,7 +145,13 @@ def test_causal_is_top_left_aligned(rng):
 
 @pytest.mark.parametrize(
     "n,m,d,variant",
-    [(130, 200, 64, "plain"), (127, 128, 64, "mask"), (300, 150, 16, "causal")],
+    [
+        (130, 200, 64, "plain"),
+        (127, 128, 64, "mask"),
+        (300, 150, 16, "causal"),
+        # long float32 sums: 24 key blocks add into each row of dQ, 8 query blocks into dK, dV
+        (1024, 1536, 32, "plain"),
+    ],
 )
 def test_float32_obeys_the_differential_rule(rng, n, m, d, variant):
     """FlashAttention's rule: the float32 error is at most 2× that of a naive float32
@@ -355,3 +361,102 @@ def test_default_scale_is_one_over_sqrt_d(rng):
     O1, _ = al.flash_forward(Q, K, V)
     O2, _ = al.flash_forward(Q, K, V, scale=1 / math.sqrt(16))
     assert np.array_equal(O1, O2)
+
+
+# ------------------------------------------------------------------------- logit overflow
+
+OVERFLOW = r"the logits scale \* Q @ K\.T overflow {}: Q, K or scale is too large"
+
+
+def overflowing_cases(rng):
+    """(Q, K, scale, dtype name) whose logits are not all finite, though every input is."""
+    Q, K, _ = random_qkv(rng, 70, 90, 8)
+    one = Q.copy()
+    one[3] = 1e155  # q_3·k_0 = 8e310: a single +inf logit
+    K1 = K.copy()
+    K1[0] = 1e155
+    return [
+        (Q * 1e200, K * 1e200, None, "float64"),  # Q K^T itself overflows
+        (Q, K, 1e308, "float64"),  # the scale pushes every logit past 1.8e308
+        (one, K1, None, "float64"),
+        (Q.astype(np.float32) * 1e20, K.astype(np.float32) * 1e20, None, "float32"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_overflowing_logits_are_refused_by_forward_and_backward(rng, case):
+    Q, K, scale, name = overflowing_cases(rng)[case]
+    V = np.ones((K.shape[0], 3), dtype=Q.dtype)
+    with pytest.raises(AttnInputError, match=OVERFLOW.format(name)):
+        al.flash_forward(Q, K, V, scale=scale)
+    O, lse = np.zeros((Q.shape[0], 3), Q.dtype), np.zeros(Q.shape[0], Q.dtype)
+    with pytest.raises(AttnInputError, match=OVERFLOW.format(name)):
+        al.flash_backward(Q, K, V, O, np.ones_like(O), lse, scale=scale)
+
+
+def test_large_but_finite_logits_pass_the_overflow_check(rng):
+    # ‖q_i‖·‖k_j‖ = 1e308·1e10 overflows, so the Cauchy–Schwarz bound cannot clear these
+    # inputs; computed exactly, the logits are 0 (q and k are orthogonal) and finite
+    n, m, d = 20, 30, 4
+    Q = np.zeros((n, d))
+    Q[:, 0] = 1e308
+    K = rng.standard_normal((m, d))
+    K[:, 0] = 0.0
+    K *= 1e10
+    V = rng.standard_normal((m, 2))
+    fast.check_logits_finite(Q, K, 0.5)
+    O, lse = al.flash_forward(Q, K, V)
+    np.testing.assert_allclose(O, np.broadcast_to(V.mean(axis=0), O.shape), rtol=1e-12)
+
+
+# --------------------------------------------------------------------- compiled versions
+
+
+def test_one_compiled_version_per_dtype_for_every_layout(rng):
+    """Read-only, Fortran-order and negative-stride inputs reuse the kernels compiled for
+    plain C-contiguous arrays: each entry point has one signature per dtype."""
+    n, d = 70, 8
+
+    def read_only(x):
+        y = x.copy()
+        y.flags.writeable = False
+        return y
+
+    layouts = [lambda x: x, read_only, np.asfortranarray, lambda x: x[::-1].copy()[::-1]]
+    for m in (90, 40):  # several key blocks (the fused backward) and one (two passes)
+        Q, K, V = random_qkv(rng, n, m, d)
+        dO = rng.standard_normal((n, d))
+        mask = rng.random((n, m)) < 0.8
+        for layout in layouts:
+            q, k, v, do, msk = (layout(x) for x in (Q, K, V, dO, mask))
+            for causal in (False, True):
+                O, lse = al.flash_forward(q, k, v, mask=msk, causal=causal)
+                O, lse = layout(O), layout(lse)
+                al.flash_backward(q, k, v, O, do, lse, mask=msk, causal=causal)
+    assert any(layout(Q).strides[0] < 0 for layout in layouts)
+    for kernel in fast.KERNELS:
+        float64 = [sig for sig in kernel.signatures if sig[0].dtype == numba.float64]
+        assert len(float64) == 1, (kernel, float64)
+
+
+# ----------------------------------------------------------------------------- flop count
+
+
+def test_flop_count_of_each_path():
+    n, m, d = 1000, 700, 64
+    exact = fast.flop_count(n, m, d, path="exact")
+    assert exact == {"forward": 4 * n * m * d, "backward": 10 * n * m * d}  # 2 and 5 products
+    tiled = fast.flop_count(n, m, d)
+    assert tiled["backward"] == exact["backward"]  # the same five products, tile by tile
+    assert tiled["forward"] - exact["forward"] == 2 * n * m  # the row sums by gemv
+    # one key block: the two-pass backward recomputes S and dP
+    bc = fast._block_sizes(d, d)[1]
+    one = fast.flop_count(n, bc, d)
+    assert one["backward"] == fast.flop_count(n, bc, d, path="exact")["backward"] + 4 * n * bc * d
+    assert fast.flop_count(n, m, d, 16)["backward"] == 2 * n * m * (3 * d + 2 * 16)
+    for bad, message in [
+        (dict(n=0), r"n must be an integer >= 1"),
+        (dict(path="numpy"), r"path must be 'exact' or 'tiled'"),
+    ]:
+        with pytest.raises(AttnInputError, match=message):
+            fast.flop_count(**{"n": 4, "m": 4, "d": 2, **bad})
