@@ -822,6 +822,20 @@ def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "ti
     return {"forward": forward, "backward": backward}
 
 
+def _value_shift(V: np.ndarray) -> int:
+    """A power of two to divide V by before the forward kernel, 0 when none is needed.
+
+    O is a convex combination of V's rows, but the kernel adds up to m weighted rows (each
+    weight at most 1) before it divides by the row sum. When m·max|V| could overflow the
+    dtype, V is scaled by 2^-shift, which is exact, and O is scaled back.
+    """
+    m = V.shape[0]
+    vmax = float(np.abs(V).max())
+    if vmax <= float(np.finfo(V.dtype).max) / (4.0 * m):
+        return 0
+    return int(np.ceil(np.log2(m))) + 2
+
+
 def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
     """Softmax attention by FlashAttention-2's tiled forward pass, in O((n + m)·d) extra memory.
 
@@ -856,11 +870,16 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
     dtype = float_dtype(Q, K, V)
     Q, K, V = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V))
     check_logits_finite(Q, K, tau)
+    shift = _value_shift(V)
+    if shift:
+        V = _frozen(np.ldexp(V, -shift))
     br, bc = _block_sizes(d, dv)
     KT = _frozen(_blocked_transpose(K, bc))
     O = np.empty((n, dv), dtype=dtype)
     lse = np.empty(n, dtype=dtype)
     _run_forward(Q, K, KT, V, tau, mask_arr, has_mask, causal, br, bc, O, lse)
+    if shift:
+        np.ldexp(O, shift, out=O)
     return O, lse
 
 
