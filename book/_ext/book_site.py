@@ -45,7 +45,8 @@ FONTAWESOME_STUB = (
 def _link(name: str, label: str | None = None) -> str:
     # Pages live in book/, one folder below the site root.
     href = f"../{DOWNLOADS}/{name}"
-    return f'<a class="reference download" href="{html.escape(href)}">{html.escape(label or name)}</a>'
+    text = html.escape(label or name)
+    return f'<a class="reference download" href="{html.escape(href)}">{text}</a>'
 
 
 def _configure(app, config) -> None:
