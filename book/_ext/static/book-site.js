@@ -31,4 +31,17 @@
       link.appendChild(img);
     }
   );
+
+  // Search snippets are cut from the pages' HTML, where math is still TeX source; show it
+  // without its delimiters and backslashes ("Theta(n^2 d)", not "\(\Theta(n^2 d)\)").
+  if (window.Search && typeof window.Search.htmlToText === "function") {
+    var toText = window.Search.htmlToText;
+    window.Search.htmlToText = function (htmlString, anchor) {
+      return toText(htmlString, anchor)
+        .replace(/\\[()[\]]|\$\$/g, "")
+        .replace(/\\(begin|end)\{[^}]*\}/g, "")
+        .replace(/\\([A-Za-z]+)/g, "$1")
+        .replace(/\\(.)/g, "$1");
+    };
+  }
 })();
