@@ -107,16 +107,15 @@ browser-check: $(STAMP) browser-deps
 	$(BIN)/python .ci/browser_check.py _build/html --bib references.bib --chromium $(CHROMIUM)
 
 # The whole book as one PDF: Sphinx's single-page HTML build, printed by headless Chromium once
-# MathJax has typeset it. Copied into the site (_build/html/downloads/) and kept for later
-# `make book` runs (_build/downloads/downloads/), which link it from the page on running a
-# chapter locally. Run after `make book`.
+# MathJax has typeset it. Written to _build/downloads/downloads/, which `make book` copies into
+# the site as downloads/ and links from the page on running a chapter locally.
 PDF := fine-grained-complexity-of-training-attention.pdf
 pdf: $(STAMP) browser-deps downloads
 	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
 	$(BIN)/jupyter-book build . --builder singlehtml -n --keep-going --all
-	$(BIN)/python .ci/print_pdf.py _build/singlehtml/index.html _build/downloads/downloads/$(PDF) --chromium $(CHROMIUM)
-	@test -d _build/html/downloads && cp _build/downloads/downloads/$(PDF) _build/html/downloads/ \
-	  || echo "pdf: no _build/html yet; \`make book\` will copy the PDF into the site"
+	$(BIN)/python .ci/print_pdf.py _build/singlehtml book/intro _build/downloads/downloads/$(PDF) --chromium $(CHROMIUM)
+	@# Rebuild the site: the page on running a chapter locally now links the PDF.
+	$(MAKE) book
 
 clean:
 	rm -rf _build _vendor .config-cdn.yml

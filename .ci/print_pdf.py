@@ -1,6 +1,7 @@
 """Print the single-page HTML build of the book to one PDF with headless Chromium.
 
-Usage: ``python .ci/print_pdf.py _build/singlehtml/index.html OUT.pdf [--chromium PATH]``
+Usage: ``python .ci/print_pdf.py _build/singlehtml book/intro OUT.pdf [--chromium PATH]``
+(the single-page build's folder, the root document's name, the PDF to write).
 
 ``make pdf`` builds the book with Sphinx's ``singlehtml`` builder, then runs this. The page is
 loaded from ``file://`` (the same offline MathJax as the site), printed only after MathJax has
@@ -12,38 +13,47 @@ too), collapsed solutions and hidden cells are opened, and each chapter starts a
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
 
 PREPARE_JS = r"""
-() => {
+(ROOT_DOC) => {
   const main = document.querySelector('article.bd-article') || document.querySelector('main');
   // Open everything a reader would have to click: solutions, hidden cells, dropdowns.
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   document.querySelectorAll('button.toggle-button').forEach(b => b.remove());
-  // The table of contents: every document's title (h1), in book order.
-  const heads = Array.from(main.querySelectorAll('h1')).filter(h => h.textContent.trim());
+  // The table of contents: the title of every document after the preface, in book order.
+  // Sphinx's single-page build marks where each document starts with <span id="document-...">.
+  const entries = [];
+  document.querySelectorAll('span[id^="document-"]').forEach((mark, i) => {
+    let sec = mark.nextElementSibling;
+    while (sec && sec.tagName !== 'SECTION') sec = sec.nextElementSibling;
+    const head = sec && sec.querySelector('h1, h2, h3');
+    if (!head || mark.id === 'document-' + ROOT_DOC) return;
+    if (!sec.id) sec.id = 'book-pdf-document-' + i;
+    sec.classList.add('book-pdf-document');
+    entries.push({id: sec.id, text: head.textContent.replace(/[#¶]\s*$/, '').trim()});
+  });
   const toc = document.createElement('nav');
   toc.className = 'book-pdf-toc';
   const title = document.createElement('h2');
   title.textContent = 'Contents';
   toc.appendChild(title);
   const list = document.createElement('ol');
-  heads.slice(1).forEach((h, i) => {
-    if (!h.id) h.id = 'book-pdf-chapter-' + i;
-    const section = h.closest('section');
-    const target = section && section.id ? section.id : h.id;
+  for (const e of entries) {
     const li = document.createElement('li');
     const a = document.createElement('a');
-    a.href = '#' + target;
-    a.textContent = h.textContent.replace(/[#¶]\s*$/, '').trim();
+    a.href = '#' + e.id;
+    a.textContent = e.text;
     li.appendChild(a);
     list.appendChild(li);
-  });
+  }
   toc.appendChild(list);
-  if (heads.length) heads[0].after(toc);
+  const first = main.querySelector('h1');
+  if (first) first.after(toc);
   const style = document.createElement('style');
   style.textContent = `
     @page { size: A4; margin: 16mm 14mm 18mm 14mm; }
@@ -53,7 +63,7 @@ PREPARE_JS = r"""
     .bd-search, .search-button-field { display: none !important; }
     .bd-main .bd-content .bd-article-container { max-width: 100% !important; }
     .bd-page-width { max-width: 100% !important; }
-    h1:not(:first-of-type) { break-before: page; }
+    .book-pdf-document { break-before: page; }
     .book-pdf-toc { break-after: page; }
     .book-pdf-toc ol { list-style: none; padding-left: 0; }
     .book-pdf-toc li { margin: 0.35em 0; font-size: 1.15em; }
@@ -63,20 +73,25 @@ PREPARE_JS = r"""
     figure, .cell_output { break-inside: avoid-page; }
   `;
   document.head.appendChild(style);
-  return heads.length - 1;
+  return entries.length;
 }
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("html", type=Path)
+    ap.add_argument("build", type=Path, help="the singlehtml build, e.g. _build/singlehtml")
+    ap.add_argument("root_doc", help="the book's root document, e.g. book/intro")
     ap.add_argument("out", type=Path)
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     t0 = time.perf_counter()
+    # Sphinx writes the root document at its own path (book/intro.html) but with links relative
+    # to the build's root, where a copy of it finds its images and scripts.
+    html = args.build / "whole-book.html"
+    shutil.copyfile(args.build / f"{args.root_doc}.html", html)
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=args.chromium, args=["--no-sandbox", "--disable-gpu"]
@@ -86,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda url: not url.startswith(("file:", "data:", "blob:", "about:")),
             lambda r: r.abort("blockedbyclient"),
         )
-        page.goto(args.html.resolve().as_uri(), wait_until="load", timeout=120_000)
+        page.goto(html.resolve().as_uri(), wait_until="load", timeout=120_000)
         page.wait_for_function(
             "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000
         )
@@ -97,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         page.wait_for_function(
             "() => Array.from(document.images).every(i => i.complete)", timeout=60_000
         )
-        chapters = page.evaluate(PREPARE_JS)
+        chapters = page.evaluate(PREPARE_JS, args.root_doc)
         # Typeset again: opened solutions may hold math MathJax skipped while hidden.
         page.evaluate("() => MathJax.typesetPromise().then(() => true)")
         page.emulate_media(media="print")

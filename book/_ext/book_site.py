@@ -112,9 +112,25 @@ def _lighter_icons(app, exception) -> None:
             Path(str(script) + extra).unlink(missing_ok=True)
 
 
+def _singlehtml_handlers(app) -> None:
+    """Give the single-page build (``make pdf``) every HTML node handler.
+
+    Sphinx looks up node handlers by builder name before format, so once one extension
+    registers a handler for ``singlehtml``, the ``html`` handlers of the others (sphinx-proof's
+    theorem nodes, for one) are not used there and the build stops on an unknown node.
+    """
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node, visitors in handlers.get("html", {}).items():
+        single.setdefault(node, visitors)
+
+
 def setup(app):
     app.add_config_value("book_downloads_dir", "_build/downloads", "html")
     app.connect("config-inited", _configure)
+    app.connect("builder-inited", _singlehtml_handlers)
     app.add_css_file("book-site.css")
     app.add_js_file("book-site.js", loading_method="defer")
     app.connect("html-page-context", _page_assets, priority=900)
