@@ -18,12 +18,16 @@ Loaded through ``sphinx.local_extensions`` in _config.yml.
   so its script, style sheet and per-page configuration are dropped from every page.
 - pydata-sphinx-theme converts its icons to SVG with a 1.45 MB ``fontawesome.js``; its style
   sheet already draws the same icons from the Font Awesome web font, so the script is replaced
-  by a one-line stub after the build.
+  by a one-line stub after the build. That font (156 kB) holds some 1,400 icons; the book shows
+  about 15, so ``_static/book-icons.css`` points the font at a subset of it, written by
+  fontTools after the build with the glyphs of every ``fa-*`` name the pages and theme scripts
+  use. Without fontTools the style sheet is left empty and the full font is used.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -102,14 +106,72 @@ def _drop_thebe_config(app, doctree, docname) -> None:
             node.parent.remove(node)
 
 
+def _icon_codepoints(out: Path) -> set[int]:
+    """The code points of every Font Awesome icon the built pages and theme scripts name."""
+    css = (out / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    glyph = {}
+    for rule in re.finditer(r"([^{}]+)\{content:\"\\([0-9a-f]{4,5})\"\}", css):
+        for name in re.findall(r"\.fa-([a-z0-9-]+):(?::)?before", rule.group(1)):
+            glyph[name] = int(rule.group(2), 16)
+    names = set()
+    # The pages, and the scripts of the themes and extensions that add icons at run time (the
+    # widget bundle's icons come from its own font).
+    scripts = list((out / "_static").glob("*.js")) + list(
+        (out / "_static" / "scripts").glob("*.js")
+    )
+    for path in list(out.rglob("*.html")) + scripts:
+        if path.name != "fontawesome.js":
+            names |= set(re.findall(r"fa-([a-z0-9-]+)", path.read_text(errors="replace")))
+    points = {glyph[n] for n in names if n in glyph}
+    # Icons the theme style sheets draw themselves (e.g. the book theme's "on this page" arrow).
+    for sheet in (out / "_static" / "styles").glob("*.css"):
+        text = sheet.read_text(encoding="utf-8")
+        if sheet.name != "pydata-sphinx-theme.css":
+            points |= {int(c, 16) for c in re.findall(r'content:"\\(f[0-9a-f]{3})"', text)}
+    return points
+
+
+def _subset_icon_font(out: Path) -> str:
+    """Write the subset font; return the @font-face rule that uses it ('' when not possible)."""
+    font = out / "_static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.ttf"
+    try:
+        from fontTools import subset
+    except ImportError:
+        return ""
+    if not font.is_file():
+        return ""
+    points = _icon_codepoints(out)
+    if not points:
+        return ""
+    options = subset.Options()
+    options.flavor = "woff"  # woff2 would need brotli
+    ttf = subset.load_font(str(font), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=points)
+    subsetter.subset(ttf)
+    subset.save_font(ttf, str(out / "_static" / "book-icons.woff"), options)
+    # Declared after the theme's rule for the same family and weight, so it replaces it.
+    return (
+        f"/* {len(points)} icons of Font Awesome 6 Free Solid (book/_ext/book_site.py). */\n"
+        '@font-face { font-family: "Font Awesome 6 Free"; font-style: normal; font-weight: 900;'
+        ' font-display: block; src: url(book-icons.woff) format("woff"); }\n'
+    )
+
+
 def _lighter_icons(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    script = Path(app.outdir) / "_static" / "scripts" / "fontawesome.js"
+    out = Path(app.outdir)
+    script = out / "_static" / "scripts" / "fontawesome.js"
     if script.is_file():
         script.write_text(FONTAWESOME_STUB, encoding="utf-8")
         for extra in (".map", ".LICENSE.txt"):
             Path(str(script) + extra).unlink(missing_ok=True)
+    rule = _subset_icon_font(out)
+    (out / "_static" / "book-icons.css").write_text(
+        rule or "/* The theme's full icon font is used (no fontTools to subset it). */\n",
+        encoding="utf-8",
+    )
 
 
 def _singlehtml_handlers(app) -> None:
@@ -132,6 +194,8 @@ def setup(app):
     app.connect("config-inited", _configure)
     app.connect("builder-inited", _singlehtml_handlers)
     app.add_css_file("book-site.css")
+    # Written after the build (see _lighter_icons); loaded after the theme's style sheet.
+    app.add_css_file("book-icons.css", priority=900)
     app.add_js_file("book-site.js", loading_method="defer")
     app.connect("html-page-context", _page_assets, priority=900)
     # After sphinx-thebe's own doctree-resolved handler (default priority 500).
