@@ -12,6 +12,7 @@ Usage: ``python .ci/build_downloads.py [STAGING]`` (default ``_build/downloads``
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,11 @@ def main(staging: str = "_build/downloads") -> None:
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("attnlib-*.whl"):
         old.unlink()
+    # Build with the venv's setuptools when it has one (offline, fast); otherwise pip fetches
+    # one into an isolated build environment, as `make setup` does for the editable install.
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *isolation]
         + ["--wheel-dir", str(out), str(ROOT)],
         check=True,
     )

@@ -107,27 +107,32 @@ def _drop_thebe_config(app, doctree, docname) -> None:
 
 
 def _icon_codepoints(out: Path) -> set[int]:
-    """The code points of every Font Awesome icon the built pages and theme scripts name."""
-    css = (out / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
-    glyph = {}
-    for rule in re.finditer(r"([^{}]+)\{content:\"\\([0-9a-f]{4,5})\"\}", css):
-        for name in re.findall(r"\.fa-([a-z0-9-]+):(?::)?before", rule.group(1)):
-            glyph[name] = int(rule.group(2), 16)
-    names = set()
+    """The code points of every Font Awesome icon the built pages, scripts and styles use."""
+    static = out / "_static"
+    glyph, points = {}, set()
+    sheets = list(static.glob("*.css")) + list((static / "styles").glob("*.css"))
+    for sheet in sheets:
+        css = sheet.read_text(encoding="utf-8", errors="replace")
+        for selector, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+            # An icon is a private-use character, escaped ("\\f0c9") or literal (in the
+            # theme's --pst-icon-* variables).
+            codes = {int(c, 16) for c in re.findall(r'"\\([ef][0-9a-f]{3})"', body)}
+            codes |= {ord(ch) for ch in body if 0xE000 <= ord(ch) <= 0xF8FF}
+            names = re.findall(r"\.fa-([a-z0-9-]+):(?::)?before", selector)
+            if names:
+                # Font Awesome's own class list: an icon counts only if something names it.
+                for name in names:
+                    glyph[name] = codes
+            else:
+                # Icons a style sheet draws itself: admonition titles, "on this page" arrows.
+                points |= codes
     # The pages, and the scripts of the themes and extensions that add icons at run time (the
     # widget bundle's icons come from its own font).
-    scripts = list((out / "_static").glob("*.js")) + list(
-        (out / "_static" / "scripts").glob("*.js")
-    )
+    scripts = list(static.glob("*.js")) + list((static / "scripts").glob("*.js"))
     for path in list(out.rglob("*.html")) + scripts:
         if path.name != "fontawesome.js":
-            names |= set(re.findall(r"fa-([a-z0-9-]+)", path.read_text(errors="replace")))
-    points = {glyph[n] for n in names if n in glyph}
-    # Icons the theme style sheets draw themselves (e.g. the book theme's "on this page" arrow).
-    for sheet in (out / "_static" / "styles").glob("*.css"):
-        text = sheet.read_text(encoding="utf-8")
-        if sheet.name != "pydata-sphinx-theme.css":
-            points |= {int(c, 16) for c in re.findall(r'content:"\\(f[0-9a-f]{3})"', text)}
+            for name in set(re.findall(r"fa-([a-z0-9-]+)", path.read_text(errors="replace"))):
+                points |= glyph.get(name, set())
     return points
 
 
