@@ -34,9 +34,11 @@
 
   // Search snippets are cut from the pages' HTML, where math is still TeX source; show it
   // without its delimiters and backslashes ("Theta(n^2 d)", not "\(\Theta(n^2 d)\)").
-  if (window.Search && typeof window.Search.htmlToText === "function") {
-    var toText = window.Search.htmlToText;
-    window.Search.htmlToText = function (htmlString, anchor) {
+  // (searchtools.js declares Search with const: a global binding, not a window property.)
+  // eslint-disable-next-line no-undef
+  if (typeof Search !== "undefined" && typeof Search.htmlToText === "function") {
+    var toText = Search.htmlToText;
+    Search.htmlToText = function (htmlString, anchor) {
       return toText(htmlString, anchor)
         .replace(/\\[()[\]]|\$\$/g, "")
         .replace(/\\(begin|end)\{[^}]*\}/g, "")
