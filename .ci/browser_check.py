@@ -580,6 +580,48 @@ def check_pdf(root: Path, pages: list[Path]) -> tuple[list[str], int]:
     return fails, len(titles) + 1
 
 
+def check_search(root: Path, browser) -> tuple[list[str], int]:
+    """Search snippets show no raw TeX. Served over HTTP: from file:// the search page cannot
+    fetch the pages it cuts its snippets from."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fails = []
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{server.server_port}/search.html?q=gradient")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results .context').length > 3",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(1000)
+        snippets = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#search-results .context'))"
+            ".map(p => p.textContent)"
+        )
+        page.close()
+    except Exception as e:  # noqa: BLE001 - reported as a failure
+        return [f"search gave no snippets: {str(e).splitlines()[0]}"], 1
+    finally:
+        server.shutdown()
+    raw = [t for t in snippets if RAW_TEX.search(t)]
+    for t in raw[:3]:
+        m = RAW_TEX.search(t)
+        fails.append(f"raw TeX in a search snippet: {t[max(0, m.start() - 30) : m.end() + 30]!r}")
+    print(
+        f"browser-check: search: {len(snippets)} snippets for 'gradient', {len(raw)} with raw TeX"
+    )
+    return fails, len(snippets)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("html", type=Path, help="the built book, e.g. _build/html")
@@ -632,6 +674,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             if fails:
                 failures[rel] = fails
+        fails, n = check_search(root, browser)
+        totals["search"] += n
+        if fails:
+            failures["search.html"] = fails
         browser.close()
     report_budget(stats["budget"])
     report_alt(stats["alt"])
