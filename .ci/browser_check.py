@@ -54,6 +54,21 @@ WIDGET_AS_TEXT = re.compile(
     r"|Select|Play|Label|HTML))\((children|value|description|layout|options)=",
     re.MULTILINE,
 )
+# What a reader's page may cost (issue: "a budget for page weight and load"): every file the page
+# loads, uncompressed, shared JavaScript included; and the time from navigation until math is
+# typeset, widgets drawn and images loaded.
+BUDGET_BYTES = 3_000_000
+BUDGET_SECONDS = 3.0
+# Widths checked for layout and navigation: phone, tablet, desktop. The main load is at the last.
+WIDTHS = (390, 768, 1400)
+HEIGHTS = {390: 844, 768: 1024, 1400: 900}
+# An alt text that is empty, a file name or a hash says nothing about the figure.
+TRIVIAL_ALT = re.compile(
+    r"^\s*$|\.(png|jpe?g|svg|gif|webp)\s*$|^[0-9a-f]{16,}$|^(image|figure|img)$", re.I
+)
+# Raw TeX a reader must never see in the PDF.
+RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\\frac\{|\\mathcal\{|\\left[(\[]")
+PDF_NAME = "downloads/fine-grained-complexity-of-training-attention.pdf"
 SKIP_SCHEMES = ("http:", "https:", "mailto:", "javascript:", "data:", "tel:", "ftp:")
 SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static"}
 
@@ -115,6 +130,61 @@ PAGE_JS = r"""
     out.widgetText.push(pre.textContent.slice(0, 200));
   }
   return out;
+}
+"""
+
+LAYOUT_JS = r"""
+() => {
+  const out = {pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
+               clipped: [], wide: []};
+  for (const d of document.querySelectorAll('div.math')) {
+    const c = d.querySelector('mjx-container');
+    if (!c) continue;
+    const cs = getComputedStyle(c), dr = d.getBoundingClientRect(), cr = c.getBoundingClientRect();
+    if (dr.width === 0) continue;  // inside a collapsed solution
+    const scrolls = ['auto', 'scroll'].includes(cs.overflowX);
+    const overflowing = c.scrollWidth > c.clientWidth + 1;
+    const outside = cr.right > dr.right + 1 || cr.left < dr.left - 1;
+    if ((overflowing && !scrolls) || outside) {
+      out.clipped.push((d.id || '') + ' ' + d.textContent.trim().slice(0, 50));
+    }
+  }
+  if (out.pageWidth > out.viewport) {
+    // Name the widest elements that stick out, to say what makes the page pan sideways.
+    for (const el of document.querySelectorAll('.bd-article *')) {
+      const r = el.getBoundingClientRect();
+      if (r.right > out.viewport + 1 && getComputedStyle(el).position !== 'fixed') {
+        const inScroller = el.parentElement && el.parentElement.closest(
+          'pre, .highlight, .cell_output .output, div.math, .table-wrapper, table, mjx-container');
+        if (!inScroller) out.wide.push(el.tagName.toLowerCase() + '.' +
+          (el.className && el.className.baseVal === undefined ? el.className : '') +
+          ' ' + Math.round(r.right) + 'px');
+      }
+      if (out.wide.length >= 3) break;
+    }
+  }
+  return out;
+}
+"""
+
+ALT_JS = r"""
+() => Array.from(document.querySelectorAll('.bd-article img')).map(
+  i => ({src: (i.getAttribute('src') || '').slice(-60), alt: i.getAttribute('alt')}))
+"""
+
+# The drawer: at desktop width the primary sidebar is shown and its toggle hides it; below,
+# the toggle opens it as a dialog. Either way its links are counted where they are visible.
+NAV_LINKS_JS = r"""
+() => {
+  const dialog = document.querySelector('#pst-primary-sidebar-modal');
+  const holder = dialog && dialog.open ? dialog : document.querySelector('#pst-primary-sidebar');
+  const r = holder ? holder.getBoundingClientRect() : {width: 0, height: 0};
+  const st = holder ? getComputedStyle(holder) : {visibility: 'hidden'};
+  const shown = r.width > 0 && r.height > 0 && st.visibility !== 'hidden';
+  return {dialog: !!(dialog && dialog.open), shown,
+          hidden: document.querySelector('#pst-primary-sidebar').classList.contains(
+            'pst-sidebar-hidden'),
+          links: shown ? Array.from(holder.querySelectorAll('nav a[href]')).map(a => a.href) : []};
 }
 """
 
@@ -216,7 +286,52 @@ def check_bibliography(root: Path, bib: Path) -> tuple[list[str], int]:
     return fails, len(entries)
 
 
-def check_page(page: Path, root: Path, browser, shots: Path, ids: Ids, remote: Counter):
+def is_chapter(rel: str, root: Path) -> bool:
+    """A page built from a notebook: the preface and the chapters."""
+    return (root / "_sources" / Path(rel).with_suffix(".ipynb")).is_file()
+
+
+def check_nav(pw_page, width: int, expected: set[str]) -> tuple[list[str], dict]:
+    """Open the navigation drawer (or, on a desktop, hide and show the sidebar)."""
+    fails = []
+    toggles = [b for b in pw_page.query_selector_all(".primary-toggle") if b.is_visible()]
+    if not toggles:
+        return [f"{width}px: no visible navigation button"], {}
+    before = pw_page.evaluate(NAV_LINKS_JS)
+    toggles[0].click()
+    pw_page.wait_for_timeout(400)  # the sidebar's 0.25 s transition
+    after = pw_page.evaluate(NAV_LINKS_JS)
+    if width >= 992:
+        # Desktop: the sidebar is there from the start; the button hides it, and shows it again.
+        nav = before
+        if not after["hidden"] or after["shown"]:
+            fails.append(f"{width}px: the navigation button does not hide the sidebar")
+        toggles[0].click()
+        pw_page.wait_for_timeout(400)
+        if not pw_page.evaluate(NAV_LINKS_JS)["shown"]:
+            fails.append(f"{width}px: the navigation button does not show the sidebar again")
+    else:
+        nav = after
+        if not after["dialog"]:
+            fails.append(f"{width}px: the navigation button does not open the drawer")
+    listed = {unquote(urlsplit(u).path) for u in nav.get("links", [])}
+    missing = sorted(e for e in expected if e not in listed)
+    if missing:
+        names = ", ".join(Path(m).stem for m in missing[:4])
+        fails.append(f"{width}px: the navigation lists {len(missing)} chapters too few ({names})")
+    return fails, nav
+
+
+def check_page(
+    page: Path,
+    root: Path,
+    browser,
+    shots: Path,
+    ids: Ids,
+    remote: Counter,
+    chapters: set[str],
+    stats: dict,
+):
     """Run every check on one page; return (failures, number of checks, seconds)."""
     t0 = time.perf_counter()
     rel = page.relative_to(root).as_posix()
@@ -235,8 +350,11 @@ def check_page(page: Path, root: Path, browser, shots: Path, ids: Ids, remote: C
             fails.append(f"no download link to {src_nb.name}")
 
     console_errors, page_errors, local_failed, blocked = [], [], [], []
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    wide = WIDTHS[-1]
+    context = browser.new_context(viewport={"width": wide, "height": HEIGHTS[wide]})
     pw_page = context.new_page()
+    loaded: set[str] = set()
+    pw_page.on("request", lambda r: loaded.add(r.url) if r.url.startswith("file:") else None)
 
     def route(r):
         req = r.request
@@ -264,6 +382,7 @@ def check_page(page: Path, root: Path, browser, shots: Path, ids: Ids, remote: C
 
     pw_page.on("requestfailed", request_failed)
     try:
+        t_load = time.perf_counter()
         pw_page.goto(page.as_uri(), wait_until="load", timeout=30_000)
         has_mathjax = bool(soup.find("script", src=re.compile(r"mathjax|MathJax")))
         if has_mathjax:
@@ -290,15 +409,64 @@ def check_page(page: Path, root: Path, browser, shots: Path, ids: Ids, remote: C
             )
         except Exception:  # noqa: BLE001 - the image check below names the image
             pass
+        ready = time.perf_counter() - t_load
         pw_page.wait_for_timeout(300)  # let font and chunk requests settle
         info = pw_page.evaluate(PAGE_JS)
-        shot = shots / (rel.replace("/", "__").removesuffix(".html") + ".png")
+        alts = pw_page.evaluate(ALT_JS)
+        stem = rel.replace("/", "__").removesuffix(".html")
+        shot = shots / (stem + ".png")
         pw_page.screenshot(path=str(shot), full_page=True)
+        # Layout and navigation at each width, widest last, so the page is left as loaded.
+        layout = {}
+        for width in WIDTHS:
+            pw_page.set_viewport_size({"width": width, "height": HEIGHTS[width]})
+            pw_page.wait_for_timeout(250)
+            layout[width] = pw_page.evaluate(LAYOUT_JS)
+            nav_fails, _ = check_nav(pw_page, width, chapters)
+            fails.extend(nav_fails)
+            pw_page.screenshot(path=str(shots / f"{stem}@{width}-nav.png"))
+            pw_page.keyboard.press("Escape")
+            pw_page.wait_for_timeout(150)
     except Exception as e:  # noqa: BLE001 - a page that cannot be loaded fails, others go on
         fails.append(f"browser error: {str(e).splitlines()[0]}")
         context.close()
         return fails, checks, time.perf_counter() - t0
     context.close()
+
+    # Layout: nothing wider than the viewport, no display equation cut off.
+    for width, lay in layout.items():
+        checks["page-width"] += 1
+        if lay["pageWidth"] > lay["viewport"]:
+            what = "; ".join(lay["wide"]) or "?"
+            fails.append(
+                f"{width}px: page is {lay['pageWidth']}px wide, wider than the viewport ({what})"
+            )
+        checks["math-clipping"] += 1
+        for eq in lay["clipped"][:3]:
+            fails.append(f"{width}px: display equation clipped: {eq!r}")
+    checks["navigation"] += len(layout)
+    # Alt text: chapters' figures are reported (their notebooks set it), other pages fail.
+    trivial = [a for a in alts if TRIVIAL_ALT.search(a["alt"] or "")]
+    checks["alt-text"] += len(alts)
+    stats["alt"].append((rel, len(alts), len(trivial)))
+    if trivial and not is_chapter(rel, root):
+        fails.append(f"{len(trivial)} images without a real alt text, e.g. {trivial[0]['src']}")
+    # Weight and readiness: every local file the page loaded, uncompressed.
+    files = {Path(unquote(urlsplit(u).path)) for u in loaded}
+    weight = sum(f.stat().st_size for f in files if f.is_file())
+    widgets = info["views"] > 0
+    stats["budget"].append((rel, weight, ready, widgets))
+    checks["budget"] += 1
+    # Weight is the site's doing: it fails on every page without widgets (widget pages wait for
+    # the widget rework). Ready time depends on how loaded the machine is: it is reported.
+    if not widgets and weight > BUDGET_BYTES:
+        fails.append(
+            f"page loads {weight / 1e6:.2f} MB, over the {BUDGET_BYTES / 1e6:.0f} MB budget"
+        )
+    # A favicon, so browsers do not request a missing /favicon.ico.
+    checks["favicon"] += 1
+    if not soup.find("link", rel=lambda v: v and "icon" in v):
+        fails.append("no favicon link")
 
     # Math.
     checks["math"] += info["math"]
@@ -347,6 +515,113 @@ def check_page(page: Path, root: Path, browser, shots: Path, ids: Ids, remote: C
     return fails, checks, time.perf_counter() - t0
 
 
+def report_budget(rows) -> None:
+    print(
+        f"browser-check: page weight (all files loaded, uncompressed; budget "
+        f"{BUDGET_BYTES / 1e6:.0f} MB) and time until ready (budget {BUDGET_SECONDS:.0f} s):"
+    )
+    for rel, weight, ready, widgets in rows:
+        over = []
+        if weight > BUDGET_BYTES:
+            over.append("weight")
+        if ready > BUDGET_SECONDS:
+            over.append("time")
+        note = ("over budget: " + ", ".join(over)) if over else "within budget"
+        if "weight" in over and widgets:
+            note += " (widget page: reported, not failed)"
+        if over == ["time"] or (widgets and "time" in over):
+            note += " (time is reported, not failed)"
+        print(f"  {rel:<48} {weight / 1e6:6.2f} MB {ready:5.2f} s  {note}")
+
+
+def report_alt(rows) -> None:
+    n = sum(r[1] for r in rows)
+    bad = [(rel, t) for rel, _, t in rows if t]
+    print(f"browser-check: alt text: {n - sum(t for _, t in bad)} of {n} images have a real one")
+    for rel, t in bad:
+        print(f"  {rel}: {t} images without (reported only on chapter pages)")
+
+
+def check_pdf(root: Path, pages: list[Path]) -> tuple[list[str], int]:
+    """The whole-book PDF, when `make pdf` has built it: every chapter in it, no raw TeX."""
+    import shutil
+    import subprocess
+
+    pdf = root / PDF_NAME
+    if not pdf.is_file():
+        print(f"browser-check: pdf: {PDF_NAME} not built (`make pdf`); not checked")
+        return [], 0
+    if not shutil.which("pdftotext"):
+        return ["pdftotext missing (Debian package poppler-utils)"], 1
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    flat = _words(text)
+    fails = []
+    titles = []
+    for page in pages:
+        if page.parent != root / "book":
+            continue
+        h1 = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find("h1")
+        if h1:
+            titles.append(h1.get_text(" ", strip=True).rstrip("#").strip())
+    for title in titles:
+        if _words(title) not in flat:
+            fails.append(f"chapter {title!r} is not in the PDF")
+    for m in list(RAW_TEX.finditer(text))[:5]:
+        snippet = text[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ")
+        fails.append(f"raw TeX in the PDF: {snippet!r}")
+    n_pages = text.count("\f")
+    print(
+        f"browser-check: pdf: {pdf.stat().st_size / 1e6:.1f} MB, {n_pages} pages, "
+        f"{len(titles) - sum('is not in the PDF' in f for f in fails)} of {len(titles)} "
+        "chapter titles found"
+    )
+    return fails, len(titles) + 1
+
+
+def check_search(root: Path, browser) -> tuple[list[str], int]:
+    """Search snippets show no raw TeX. Served over HTTP: from file:// the search page cannot
+    fetch the pages it cuts its snippets from."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fails = []
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{server.server_port}/search.html?q=gradient")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results .context').length > 3",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(1000)
+        snippets = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#search-results .context'))"
+            ".map(p => p.textContent)"
+        )
+        page.close()
+    except Exception as e:  # noqa: BLE001 - reported as a failure
+        return [f"search gave no snippets: {str(e).splitlines()[0]}"], 1
+    finally:
+        server.shutdown()
+    raw = [t for t in snippets if RAW_TEX.search(t)]
+    for t in raw[:3]:
+        m = RAW_TEX.search(t)
+        fails.append(f"raw TeX in a search snippet: {t[max(0, m.start() - 30) : m.end() + 30]!r}")
+    print(
+        f"browser-check: search: {len(snippets)} snippets for 'gradient', {len(raw)} with raw TeX"
+    )
+    return fails, len(snippets)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("html", type=Path, help="the built book, e.g. _build/html")
@@ -378,6 +653,9 @@ def main(argv: list[str] | None = None) -> int:
     totals: Counter = Counter()
     remote: Counter = Counter()
     ids = Ids()
+    # Every page of the book proper (the navigation must list each one).
+    chapters = {str(p) for p in sorted((root / "book").glob("*.html"))}
+    stats: dict = {"alt": [], "budget": []}
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=args.chromium,
@@ -386,7 +664,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"browser-check: {len(pages)} pages with Chromium {browser.version}")
         for page in pages:
             rel = page.relative_to(root).as_posix()
-            fails, checks, secs = check_page(page, root, browser, shots, ids, remote)
+            fails, checks, secs = check_page(
+                page, root, browser, shots, ids, remote, chapters, stats
+            )
             totals.update(checks)
             status = "ok  " if not fails else "FAIL"
             print(
@@ -394,7 +674,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             if fails:
                 failures[rel] = fails
+        fails, n = check_search(root, browser)
+        totals["search"] += n
+        if fails:
+            failures["search.html"] = fails
         browser.close()
+    report_budget(stats["budget"])
+    report_alt(stats["alt"])
+    fails, n = check_pdf(root, pages)
+    totals["pdf"] += n
+    if fails:
+        failures["(pdf)"] = fails
     if args.bib:
         fails, n = check_bibliography(root, args.bib)
         totals["bibliography"] += n

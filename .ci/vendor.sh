@@ -11,7 +11,8 @@ trap 'rm -rf "$tmp"' EXIT
 for f in "$tmp"/*.tgz; do d="${f%.tgz}"; mkdir -p "$d"; tar xzf "$f" -C "$d"; done
 rm -rf _vendor && mkdir -p _vendor/mathjax/output/chtml _vendor/widgets
 mj="$tmp/mathjax-3.2.2/package/es5"
-cp "$mj/tex-mml-chtml.js" _vendor/mathjax/
+# TeX input only: the book writes no MathML, and tex-chtml.js is lighter than tex-mml-chtml.js.
+cp "$mj/tex-chtml.js" _vendor/mathjax/
 cp -r "$mj/output/chtml/fonts" _vendor/mathjax/output/chtml/
 cp "$tmp/requirejs-2.3.7/package/require.js" _vendor/require.js
 hm="$tmp/jupyter-widgets-html-manager-1.0.6/package/dist"
