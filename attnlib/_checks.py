@@ -19,6 +19,8 @@ import numbers
 
 import numpy as np
 
+from .config import MAX_ALLOCATION_BYTES
+
 __all__ = [
     "AttnInputError",
     "as_float_array",
@@ -232,11 +234,6 @@ def check_choice(name: str, value, choices) -> str:
     if not ok:
         raise AttnInputError(f"{name} must be one of {tuple(choices)}, got {value!r:.60}")
     return value
-
-
-#: The most working memory one call allocates unless told otherwise (4 GiB): larger requests
-#: are refused before anything is allocated. Functions with a ``memory_budget`` use that.
-MAX_ALLOCATION_BYTES = 2**32
 
 
 def _fmt_bytes(b: float) -> str:

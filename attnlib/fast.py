@@ -56,6 +56,7 @@ from ._checks import (
     check_scale,
     float_dtype,
 )
+from .config import DQ_GROUPS
 
 __all__ = ["flash_forward", "flash_backward", "flop_count"]
 
@@ -67,11 +68,6 @@ __all__ = ["flash_forward", "flash_backward", "flop_count"]
 #: GEMM_MULTITHREAD_THRESHOLD). A larger tile product would start BLAS threads inside our own
 #: parallel loop, oversubscribing the cores.
 _GEMM_SINGLE_THREAD = 1 << 18
-
-#: Key-block groups of the fused backward pass. Each group keeps its own float64 copy of dQ
-#: (DQ_GROUPS·n·d words), and the copies are added in a fixed order, so the result does not
-#: depend on the number of threads. It also caps the backward's parallelism at DQ_GROUPS.
-DQ_GROUPS = 4
 
 
 def _block_sizes(d: int, dv: int) -> tuple[int, int]:

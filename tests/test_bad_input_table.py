@@ -511,6 +511,67 @@ raises(3, "significant", "value=inf", lambda: nbt.significant(math.inf), word("v
 raises(3, "significant", "digits=0", lambda: nbt.significant(1.0, 0), word("digits"))
 raises(3, "significant", "value=10**400", lambda: nbt.significant(10**400), word("value"))
 valid(3, "significant", "3 digits", lambda: nbt.significant(7.962867387297144), lambda x: x == 7.96)
+raises(3, "glue_number", "name=''", lambda: nbt.glue_number("", 1.0), word("name"))
+raises(3, "glue_number", "value=nan", lambda: nbt.glue_number("x", math.nan), word("value"))
+raises(3, "source", "fn=int 3", lambda: nbt.source(3), word("fn"))
+raises(3, "source", "fn=builtin", lambda: nbt.source(len), word("fn"))
+valid(
+    3,
+    "source",
+    "no docstring",
+    lambda: nbt.source(nbt.below, docstring=False),
+    lambda t: t.startswith("def below") and '"""' not in t,
+)
+raises(3, "show", "fn=str", lambda: nbt.show("below"), word("fn"))
+raises(
+    3,
+    "markdown_table",
+    "short row",
+    lambda: nbt.markdown_table(["a", "b"], [(1,)]),
+    word("rows[0]"),
+)
+raises(3, "markdown_table", "no header", lambda: nbt.markdown_table([], []), word("header"))
+raises(3, "show_table", "short row", lambda: nbt.show_table(["a"], [(1, 2)]), word("rows[0]"))
+raises(3, "rel_err", "shapes", lambda: nbt.rel_err(np.ones(3), np.ones(4)), word("a"))
+raises(3, "rel_err", "b=0", lambda: nbt.rel_err(np.ones(3), np.zeros(3)), word("b"))
+raises(3, "rel_err", "a=nan", lambda: nbt.rel_err([math.nan], [1.0]), word("a"))
+valid(3, "rel_err", "quarter", lambda: nbt.rel_err([1.0, 2.5], [1.0, 2.0]), lambda e: e == 0.25)
+raises(
+    3, "central_difference", "h=0", lambda: nbt.central_difference(np.sum, np.ones(2), 0), word("h")
+)
+raises(
+    3, "central_difference", "x=inf", lambda: nbt.central_difference(np.sum, [math.inf]), word("x")
+)
+raises(3, "median_time", "clock", lambda: nbt.median_time(abs, 1, clock="gpu"), word("clock"))
+raises(3, "median_time", "fn=1", lambda: nbt.median_time(1), word("fn"))
+raises(
+    3,
+    "median_time",
+    "min_repeats=0",
+    lambda: nbt.median_time(abs, 1, min_repeats=0),
+    word("min_repeats"),
+)
+raises(3, "traced_peak_bytes", "fn=None", lambda: nbt.traced_peak_bytes(None), word("fn"))
+raises(3, "machine_rates", "n=0", lambda: nbt.machine_rates(n=0), word("n"))
+raises(3, "loglog_slope", "one point", lambda: nbt.loglog_slope([1], [1]), word("x"))
+raises(3, "loglog_slope", "y=0", lambda: nbt.loglog_slope([1, 2], [0, 1]), word("y"))
+valid(
+    3,
+    "loglog_slope",
+    "square",
+    lambda: nbt.loglog_slope([1, 2, 4], [3, 12, 48]),
+    lambda s: abs(s - 2) < 1e-12,
+)
+raises(
+    3, "loglog_crossover", "y2 short", lambda: nbt.loglog_crossover([1, 2], [1, 2], [1]), word("y2")
+)
+valid(
+    3,
+    "loglog_crossover",
+    "none",
+    lambda: nbt.loglog_crossover([1, 2], [1, 2], [3, 4]),
+    lambda x: x is None,
+)
 raises(3, "aa22_degree", "R=-10**400", lambda: pm.aa22_degree(-(10**400), 0.1), word("R"))
 raises(
     3, "forward_error_bound", "V_max=10**400", lambda: pm.forward_error_bound(0.1, 10**400), "V_max"

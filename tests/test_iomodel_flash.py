@@ -7,7 +7,7 @@ import pytest
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import iomodel as io
-from attnlib.plots import loglog_slope
+from attnlib.nbtools import loglog_slope
 
 # (n, m, d, d_v): n = 1, n ≠ m, d_v ≠ d, sizes not divisible by the blocks, d_v > 2d + 2
 # (where the D pass needs its own smaller row block).

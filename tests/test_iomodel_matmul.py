@@ -15,7 +15,7 @@ from attnlib.iomodel import (
     tiled_matmul,
     tiled_matmul_count,
 )
-from attnlib.plots import loglog_slope
+from attnlib.nbtools import loglog_slope
 
 # (m, k, p): tall, wide, square, degenerate, sizes not divisible by the tiles.
 SHAPES = [(1, 1, 1), (1, 7, 3), (5, 1, 4), (9, 6, 11), (16, 16, 16), (23, 5, 17), (40, 31, 2)]

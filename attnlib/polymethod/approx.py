@@ -55,6 +55,7 @@ from .._checks import (
     check_shape,
     float_dtype,
 )
+from ..config import MEMORY_BUDGET_BYTES, RANGE_STEPS_PER_OCTAVE
 from .features import feature_rank, poly_features, poly_features_bytes, rowwise_kron
 from .polyexp import KINDS, exp_poly, least_degree
 
@@ -70,12 +71,9 @@ __all__ = [
     "forward_error_bound",
 ]
 
-#: Default memory budget for the factors of one call: 1 GiB.
-MEMORY_BUDGET_BYTES = 2**30
 #: R is floored here so that an all-zero Q or K still has a (degree-0) polynomial.
 _MIN_RANGE = 1e-12
 _WORK_ARRAYS = 3  # U₁, V₁ and one work array of the same size
-_RANGE_STEPS = 16  # R is rounded up to a power of 2^(1/16)
 _TINY = np.finfo(np.float64).tiny
 
 
@@ -174,7 +172,7 @@ def _plan(Q, K, tau, eps, kind, memory_budget) -> ApproxPlan:
         raise AttnInputError(f"the logit range of Q and K overflows (R = {R}); rescale them")
     # Round R up to the grid 2^(k/16): the interval only grows (≤ 4.4%), so the guarantee
     # holds, and nearby inputs share one cached degree search.
-    R = 2.0 ** (math.ceil(_RANGE_STEPS * math.log2(R)) / _RANGE_STEPS)
+    R = 2.0 ** (math.ceil(RANGE_STEPS_PER_OCTAVE * math.log2(R)) / RANGE_STEPS_PER_OCTAVE)
     try:
         g = least_degree(R, eps, kind=kind)
     except AttnInputError as exc:

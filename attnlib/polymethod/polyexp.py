@@ -53,6 +53,7 @@ from .._checks import (
     check_open_unit,
     check_positive_real,
 )
+from ..config import CHECK_POINTS, SEARCH_POINTS
 
 __all__ = [
     "KINDS",
@@ -68,10 +69,6 @@ __all__ = [
 
 KINDS = ("chebyshev", "taylor")
 
-#: Grid size of the guarantee check.
-CHECK_POINTS = 100_001
-#: Coarser grid used while searching the degree; the winner is re-checked on the dense grid.
-_SEARCH_POINTS = 4_097
 #: The dense-grid error must stay this far below eps, so that a different dense grid (e.g. a
 #: reader's np.linspace(-R, R, 10**5)) cannot find a point just above eps between ours.
 _MARGIN = 1e-3
@@ -257,7 +254,7 @@ def _least_degree(R: float, eps: float, kind: str) -> int:
     best, best_g = math.inf, 0
     for g in range(_MAX_DEGREE + 1):
         poly = _build(R, g, kind)
-        err = max_relative_error(poly, R, points=_SEARCH_POINTS)
+        err = max_relative_error(poly, R, points=SEARCH_POINTS)
         if err <= target and max_relative_error(poly, R) <= target:
             return g
         if err < best:

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from attnlib import AttnInputError  # noqa: E402
-from attnlib.plots_reading import CHAPTERS, READING_PATHS, reading_path_figure  # noqa: E402
+from attnlib.plots import CHAPTERS, READING_PATHS, reading_path_figure  # noqa: E402
 
 
 def test_default_paths_cover_every_chapter_and_are_drawn():

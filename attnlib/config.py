@@ -1,0 +1,41 @@
+"""Tunables that the library and the tests share, each defined once.
+
+Changing one changes behaviour everywhere it is used (and the tests follow), so each carries
+the reason for its value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DQ_GROUPS",
+    "RANGE_STEPS_PER_OCTAVE",
+    "MEMORY_BUDGET_BYTES",
+    "MAX_ALLOCATION_BYTES",
+    "CHECK_POINTS",
+    "SEARCH_POINTS",
+]
+
+#: Key-block groups of the compiled fused backward pass (:func:`attnlib.flash_backward`).
+#: Each group keeps its own float64 copy of dQ (DQ_GROUPS·n·d words), and the copies are added
+#: in a fixed order, so the result does not depend on the number of threads. It also caps the
+#: backward's parallelism at DQ_GROUPS.
+DQ_GROUPS = 4
+
+#: A logit range R is rounded up to the grid 2^(k/RANGE_STEPS_PER_OCTAVE) before a polynomial
+#: is chosen: the interval only grows (by at most 4.4% at 16), so the guarantee still holds,
+#: and nearby inputs share one cached degree search.
+RANGE_STEPS_PER_OCTAVE = 16
+
+#: Default memory budget for the factors of one polynomial-method call: 1 GiB.
+MEMORY_BUDGET_BYTES = 2**30
+
+#: The most working memory one call allocates unless told otherwise (4 GiB): larger requests
+#: are refused before anything is allocated. Functions with a ``memory_budget`` use that.
+MAX_ALLOCATION_BYTES = 2**32
+
+#: Grid size of the polynomial guarantee check on [−R, R] (odd, so 0 is a grid point).
+CHECK_POINTS = 100_001
+
+#: Coarser grid used while searching the least degree; the winner is re-checked on the dense
+#: grid of CHECK_POINTS.
+SEARCH_POINTS = 4_097

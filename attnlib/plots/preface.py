@@ -1,0 +1,281 @@
+"""The preface's figures: the map of results and the reading paths."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .._checks import AttnInputError
+from . import add_takeaway, use_book_style
+
+__all__ = [
+    "map_of_results",
+    "CHAPTERS",
+    "READING_PATHS",
+    "reading_path_figure",
+]
+
+
+def map_of_results(*, d: int = 64):
+    """The book's map of results as one figure: problem × regime × bound × chapter.
+
+    Left, data movement of exact attention (forward and backward) against fast memory M,
+    from :func:`attnlib.iomodel.backward_lower_bound` divided by n²: the large-cache branch
+    d²/M (FlashAttention is optimal; SY24 Thm 3.1, LLS+24) and the small-cache branch d/√M
+    (square tiling, SY24 Alg. 1, and the small-cache backward, LLS+24), crossing at M = d².
+    Right, the time of the gradient against the entry bound B (AS24, with d = O(log n) and
+    ε = 1/poly(n)): below B ≈ √log n it takes n^{1+o(1)} time (Thm 1.6); for
+    B = ω(√log n) no n^{2−Ω(1)} algorithm exists under SETH (Thm 1.5). The right panel is
+    schematic: the theorems are asymptotic, so the boundary is drawn at B = √(ln n) with a
+    band of a constant factor 2 either side.
+
+    Deterministic, no arguments needed; returns the Figure.
+    """
+    from attnlib._checks import check_int
+    from attnlib.iomodel.bounds import backward_lower_bound
+
+    d = check_int("d", d, minimum=2)
+    fig, (ax_io, ax_b) = plt.subplots(2, 1, figsize=(7.2, 9.0))
+
+    # Left: I/O per score entry against M, both branches and the bound.
+    d2 = d * d
+    Ms = np.unique(np.geomspace(max(4, d2 // 256), d2 * 256, 97).astype(int))
+    n = 1024
+    bound = np.array([backward_lower_bound(n, d, int(M)) for M in Ms]) / n**2
+    large, small = d2 / Ms, d / np.sqrt(Ms)
+    ax_io.axvspan(Ms[0], d2, color="#d62728", alpha=0.06)
+    ax_io.axvspan(d2, Ms[-1], color="#1f77b4", alpha=0.06)
+    # Each branch drawn dashed a little past the crossover, where it stops being the bound.
+    near = (Ms >= d2 / 16) & (Ms <= d2 * 16)
+    show_large, show_small = (Ms >= d2) | near, (Ms <= d2) | near
+    ax_io.loglog(
+        Ms[show_large],
+        large[show_large],
+        ls="--",
+        color="#1f77b4",
+        lw=1.2,
+        label=r"$n^2d^2/M$ (large-cache branch)",
+    )
+    ax_io.loglog(
+        Ms[show_small],
+        small[show_small],
+        ls="--",
+        color="#d62728",
+        lw=1.2,
+        label=r"$n^2d/\sqrt{M}$ (small-cache branch)",
+    )
+    ax_io.loglog(Ms, bound, color="black", lw=2.2, label="lower bound = their minimum")
+    ax_io.axvline(d2, color="gray", lw=1, ls=":")
+    ax_io.plot([d2], [1.0], "o", color="black")
+    ax_io.annotate(
+        rf"crossover $M=d^2$ ({d2:,} words):" "\n" r"both equal $n^2$",
+        xy=(d2, 1.0),
+        xytext=(d2 * 2.5, 2.5),
+        fontsize=8.5,
+        arrowprops={"arrowstyle": "->", "color": "gray"},
+    )
+    ax_io.text(
+        0.03,
+        0.96,
+        "small cache, $M = o(d^2)$\n$\\Theta(n^2 d/\\sqrt{M})$: square tiling\n"
+        "(SY24), small-cache backward\n(LLS+24) · Ch. 4",
+        transform=ax_io.transAxes,
+        fontsize=8,
+        va="top",
+        color="#8b1a1a",
+    )
+    ax_io.text(
+        0.97,
+        0.96,
+        "large cache, $M = \\Omega(d^2)$\n$\\Theta(n^2 d^2/M)$: FlashAttention\n"
+        "fwd + bwd optimal · Ch. 3\nlower bounds · Ch. 5",
+        transform=ax_io.transAxes,
+        fontsize=8,
+        va="top",
+        ha="right",
+        color="#17456e",
+    )
+    ax_io.set_ylim(bound.min() / 2, bound.max() * 60)  # headroom for the labels
+    ax_io.set_xlabel(f"fast memory M (words), head dimension d = {d}")
+    ax_io.set_ylabel(r"I/O lower bound $/\,n^2$ (words per score)")
+    ax_io.set_title("Exact attention: data movement (I/O model)")
+    ax_io.legend(loc="lower left", fontsize=8)
+
+    # Right: the B-versus-n phase diagram of AS24.
+    log2n = np.linspace(4, 40, 200)
+    thr = np.sqrt(log2n * math.log(2))
+    b_top = 2.6 * thr[-1]
+    ax_b.fill_between(log2n, 0, thr / 2, color="#2ca02c", alpha=0.15, lw=0)
+    ax_b.fill_between(log2n, thr / 2, 2 * thr, color="gray", alpha=0.12, lw=0)
+    ax_b.fill_between(log2n, 2 * thr, b_top, color="#d62728", alpha=0.12, lw=0)
+    ax_b.plot(log2n, thr, color="black", lw=2, label=r"$B = \sqrt{\ln n}$")
+    ax_b.plot(log2n, thr / 2, color="gray", lw=0.8, ls="--")
+    ax_b.plot(log2n, 2 * thr, color="gray", lw=0.8, ls="--", label="constant factor 2")
+    ax_b.text(
+        39,
+        0.25,
+        r"$B = o(\sqrt{\log n})$: gradient in $n^{1+o(1)}$ time (AS24 Thm 1.6)"
+        "\npolynomial method · Ch. 6–7",
+        fontsize=8,
+        ha="right",
+        va="bottom",
+        color="#1b5e20",
+    )
+    ax_b.text(
+        39,
+        thr[-1] * 1.08,
+        r"threshold $B = \Theta(\sqrt{\log n})$",
+        fontsize=8,
+        ha="right",
+        va="bottom",
+        color="black",
+    )
+    ax_b.text(
+        39,
+        2.12 * thr[-1],
+        r"$B = \omega(\sqrt{\log n})$: no $n^{2-\Omega(1)}$ algorithm"
+        "\nunder SETH (AS24 Thm 1.5) · hardness, Ch. 8",
+        fontsize=8,
+        ha="right",
+        color="#8b1a1a",
+    )
+    ax_b.set_xlim(log2n[0], log2n[-1])
+    ax_b.set_ylim(0, b_top)
+    ticks = [4, 10, 20, 30, 40]
+    ax_b.set_xticks(ticks, [f"$2^{{{t}}}$" for t in ticks])
+    ax_b.set_xlabel(
+        r"sequence length n  (with $d = O(\log n)$, $\varepsilon = 1/\mathrm{poly}(n)$)"
+    )
+    ax_b.set_ylabel(r"entry bound B  ($|Q_{ij}|, |K_{ij}| \leq B$)")
+    ax_b.set_title("Training gradient: time against entry size (schematic)")
+    ax_b.legend(loc="upper left", fontsize=8)
+
+    add_takeaway(
+        fig,
+        "Exact attention moves Θ(n²d²/M) words once the cache holds d² words, Θ(n²d/√M) below;\n"
+        "beating n² time needs small entries, B = o(√log n): above that it is SETH-hard.",
+    )
+    return fig
+
+
+CHAPTERS = {
+    1: "Attention and\nits gradient",
+    2: "The two-level\nmemory",
+    3: "FlashAttention's\nI/O",
+    4: "Small caches",
+    5: "Lower bounds",
+    6: "Polynomial\nsoftmax",
+    7: "The almost-linear\ngradient",
+    8: "Hardness",
+    9: "Evidence",
+    10: "Performance",
+}
+
+READING_PATHS = {
+    "theory path": (1, 6, 7, 8, 9),
+    "systems path": (1, 2, 3, 4, 5, 10, 9),
+}
+
+# Where each chapter sits: the systems chapters on the top row, the theory chapters below.
+_POSITION = {
+    1: (0.0, 0.5),
+    2: (1.2, 1.0),
+    3: (2.4, 1.0),
+    4: (3.6, 1.0),
+    5: (4.8, 1.0),
+    10: (6.0, 1.0),
+    6: (1.8, 0.0),
+    7: (3.0, 0.0),
+    8: (4.2, 0.0),
+    9: (7.2, 0.5),
+}
+_COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")
+
+
+def _check_paths(paths) -> dict[str, tuple[int, ...]]:
+    if not isinstance(paths, dict) or not paths:
+        raise AttnInputError(f"paths must be a non-empty dict of name -> chapters, got {paths!r}")
+    if len(paths) > len(_COLORS):
+        raise AttnInputError(f"paths must hold at most {len(_COLORS)} paths, got {len(paths)}")
+    checked = {}
+    for name, chapters in paths.items():
+        if not isinstance(name, str) or not name:
+            raise AttnInputError(f"paths: every name must be a non-empty string, got {name!r}")
+        try:
+            steps = tuple(chapters)
+        except TypeError:
+            raise AttnInputError(f"paths[{name!r}] must be a sequence of chapters") from None
+        if len(steps) < 2 or any(
+            isinstance(c, bool) or not isinstance(c, int) or c not in CHAPTERS for c in steps
+        ):
+            raise AttnInputError(
+                f"paths[{name!r}] must list at least two chapter numbers from 1 to "
+                f"{max(CHAPTERS)}, got {chapters!r}"
+            )
+        checked[name] = steps
+    return checked
+
+
+def reading_path_figure(paths=None):
+    """Draw the chapters as boxes and each reading path as a chain of arrows through them.
+
+    ``paths`` maps a path's name to its chapters in reading order (default
+    :data:`READING_PATHS`). Returns the matplotlib ``Figure``.
+
+    Raises :class:`attnlib.AttnInputError` if ``paths`` is not a non-empty dict of at most four
+    names, each with at least two chapter numbers from :data:`CHAPTERS`.
+    """
+    paths = _check_paths(READING_PATHS if paths is None else paths)
+    use_book_style()
+    # a fixed layout: the boxes sit at data positions, the legend and takeaway below the axes
+    fig = plt.figure(figsize=(11, 3.6), layout="none")
+    ax = fig.add_axes((0.0, 0.2, 1.0, 0.7))
+    used = {c for steps in paths.values() for c in steps}
+    boxes = {}
+    for chapter in sorted(used):
+        x, y = _POSITION[chapter]
+        boxes[chapter] = ax.text(
+            x,
+            y,
+            f"{chapter}. {CHAPTERS[chapter]}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox={"boxstyle": "round,pad=0.4", "fc": "white", "ec": "0.3"},
+            zorder=3,
+        )
+    fig.canvas.draw()  # the boxes need a size before arrows can be clipped to them
+    for k, (name, steps) in enumerate(paths.items()):
+        color = _COLORS[k]
+        offset = 0.06 * (k - (len(paths) - 1) / 2)  # shared edges drawn side by side
+        for a, b in zip(steps[:-1], steps[1:], strict=True):
+            (xa, ya), (xb, yb) = _POSITION[a], _POSITION[b]
+            ax.annotate(
+                "",
+                xy=(xb, yb + offset),
+                xytext=(xa, ya + offset),
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": color,
+                    "lw": 2,
+                    "patchA": boxes[a].get_bbox_patch(),
+                    "patchB": boxes[b].get_bbox_patch(),
+                    "shrinkA": 1,
+                    "shrinkB": 1,
+                },
+                zorder=4,
+            )
+        ax.plot([], [], color=color, lw=2, label=f"{name}: " + " → ".join(map(str, steps)))
+    ax.set_xlim(-0.7, 7.9)
+    ax.set_ylim(-0.45, 1.45)
+    ax.axis("off")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(paths), fontsize=8)
+    ax.set_title("Two ways through the book (chapter numbers)")
+    add_takeaway(
+        fig,
+        "Theory readers can go from Chapter 1 straight to Chapter 6; systems readers read "
+        "Chapters 2 to 5 and 10. Both paths meet in Chapter 9.",
+    )
+    return fig
