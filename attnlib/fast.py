@@ -57,6 +57,7 @@ from ._checks import (
     float_dtype,
 )
 from .config import DQ_GROUPS
+from .logits import max_row_norm
 
 __all__ = ["flash_forward", "flash_backward", "flop_count"]
 
@@ -730,20 +731,6 @@ def _mask_args(mask, n, m, causal):
     return _frozen(mask), True, bool(causal)
 
 
-def _max_row_norm(X: np.ndarray) -> float:
-    """max_i ‖x_i‖ in float64, without overflow for entries up to ~1e308, through blocks of
-    rows so that the temporaries stay small next to X."""
-    top = float(np.abs(X).max())
-    if top == 0:
-        return 0.0
-    rows = max(1, (1 << 16) // X.shape[1])
-    best = 0.0
-    for i0 in range(0, X.shape[0], rows):
-        block = X[i0 : i0 + rows].astype(np.float64) / top
-        best = max(best, float(np.einsum("ij,ij->i", block, block).max()))
-    return top * math.sqrt(best)
-
-
 def check_logits_finite(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
     """Raise if some logit τ·q_i·k_j, or the product q_i·k_j itself, is not finite in Q's dtype.
 
@@ -760,7 +747,7 @@ def check_logits_finite(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
     dtype = Q.dtype
     big = float(np.finfo(dtype).max)
     d = Q.shape[1]
-    bound = _max_row_norm(Q) * _max_row_norm(K) * (1 + (d + 2) * 2.3e-16)
+    bound = max_row_norm(Q) * max_row_norm(K) * (1 + (d + 2) * 2.3e-16)
     if dtype == np.float32:
         bound *= 1 + (d + 2) * float(np.finfo(np.float32).eps)
     if bound <= big and scale * bound <= big:

@@ -34,6 +34,7 @@ import attnlib as al
 from attnlib import advice as adv
 from attnlib import hardness as hd
 from attnlib import iomodel as io
+from attnlib import logits as lg
 from attnlib import models as mm
 from attnlib import nbtools as nbt
 from attnlib import polymethod as pm
@@ -511,6 +512,24 @@ raises(3, "significant", "value=inf", lambda: nbt.significant(math.inf), word("v
 raises(3, "significant", "digits=0", lambda: nbt.significant(1.0, 0), word("digits"))
 raises(3, "significant", "value=10**400", lambda: nbt.significant(10**400), word("value"))
 valid(3, "significant", "3 digits", lambda: nbt.significant(7.962867387297144), lambda x: x == 7.96)
+raises(3, "max_row_norm", "X=1d", lambda: lg.max_row_norm(np.ones(3)), word("X"))
+raises(3, "logit_range", "scale=0", lambda: lg.logit_range(Q, K, scale=0), word("scale"))
+raises(3, "logit_range", "widths", lambda: lg.logit_range(Q, K[:, :2], scale=1.0), word("K"))
+raises(
+    3,
+    "logit_range",
+    "overflow",
+    lambda: lg.logit_range(Q * 1e200, K * 1e200, scale=1.0),
+    "overflows",
+)
+raises(3, "round_up_to_grid", "R=0", lambda: lg.round_up_to_grid(0.0), word("R"))
+raises(
+    3,
+    "round_up_to_grid",
+    "steps=-1",
+    lambda: lg.round_up_to_grid(1.0, -1),
+    word("steps_per_octave"),
+)
 raises(3, "glue_number", "name=''", lambda: nbt.glue_number("", 1.0), word("name"))
 raises(3, "glue_number", "value=nan", lambda: nbt.glue_number("x", math.nan), word("value"))
 raises(3, "source", "fn=int 3", lambda: nbt.source(3), word("fn"))
@@ -2133,7 +2152,7 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"ModelNotInstalledError", "GradientError", "Growth", "MethodCost"}
     not_callables |= {"BertConfig", "MODEL_PACKAGE", "gelu", "gelu_derivative"}
     missing = []
-    for module in (al, io, pm, hd, mm, adv, nbt):
+    for module in (al, io, pm, hd, mm, adv, nbt, lg):
         for name in module.__all__:
             if name in not_callables:
                 continue

@@ -85,3 +85,17 @@ def test_machine_rates_are_plausible():
     flops, words = nbt.machine_rates(n=128, length=2**16, repeats=2)
     assert 1e7 < flops < 1e13 and 1e6 < words < 1e12
     assert math.isfinite(flops / words)
+
+
+def test_logit_range_bounds_every_logit_without_overflow():
+    from attnlib.logits import logit_range, max_row_norm, round_up_to_grid
+
+    rng = np.random.default_rng(0)
+    Q, K = rng.standard_normal((40, 8)), rng.standard_normal((30, 8))
+    R = logit_range(Q, K, scale=0.3)
+    assert np.abs(0.3 * Q @ K.T).max() <= R
+    assert max_row_norm(np.array([[1e200, 1e200]])) == pytest.approx(math.sqrt(2) * 1e200)
+    assert max_row_norm(np.array([[3e-310, 4e-310]])) == pytest.approx(5e-310)
+    for r in (0.1, 1.0, 3.7, 1e5):
+        up = round_up_to_grid(r)
+        assert r <= up <= r * 2 ** (1 / 16) * (1 + 1e-15)

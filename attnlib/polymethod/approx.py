@@ -56,6 +56,7 @@ from .._checks import (
     float_dtype,
 )
 from ..config import MEMORY_BUDGET_BYTES, RANGE_STEPS_PER_OCTAVE
+from ..logits import logit_range, round_up_to_grid
 from .features import feature_rank, poly_features, poly_features_bytes, rowwise_kron
 from .polyexp import KINDS, exp_poly, least_degree
 
@@ -74,7 +75,6 @@ __all__ = [
 #: R is floored here so that an all-zero Q or K still has a (degree-0) polynomial.
 _MIN_RANGE = 1e-12
 _WORK_ARRAYS = 3  # U₁, V₁ and one work array of the same size
-_TINY = np.finfo(np.float64).tiny
 
 
 @dataclass(frozen=True)
@@ -117,39 +117,6 @@ def forward_error_bound(eps, V_max) -> float:
     return bound
 
 
-def logit_range(Q, K, *, scale) -> float:
-    """R = τ · maxᵢ‖Qᵢ‖₂ · maxⱼ‖Kⱼ‖₂ ≥ max |τ QKᵀ|, in O((n+m)d) time (Cauchy–Schwarz).
-
-    With |Q|∞, |K|∞ ≤ B and τ = 1/d this is at most B² (the logit range).
-    """
-    Q = as_float_array("Q", Q)
-    K = as_float_array("K", K)
-    check_cols("K", K, Q.shape[1], "Q")
-    tau = check_positive_real("scale", scale)
-    qn, kn = _max_row_norm(Q), _max_row_norm(K)
-    with np.errstate(over="ignore"):
-        R = tau * qn * kn
-    if not math.isfinite(R):
-        raise AttnInputError(
-            "the logit range scale·max‖Qᵢ‖·max‖Kⱼ‖ overflows a float: Q, K or scale is too large"
-        )
-    return R
-
-
-def _max_row_norm(X) -> float:
-    """maxᵢ‖Xᵢ‖₂; rows are rescaled by their largest entry only if the squares overflow."""
-    with np.errstate(over="ignore", under="ignore"):
-        square = float(np.einsum("ij,ij->i", X, X, dtype=np.float64).max())
-    if math.isfinite(square) and (square >= _TINY or not X.any()):
-        return math.sqrt(square)
-    # the squares overflow, or underflow into subnormals: scale each row by its largest entry
-    X = X.astype(np.float64)
-    top = np.abs(X).max(axis=1, keepdims=True)
-    top[top == 0] = 1.0
-    with np.errstate(over="ignore"):
-        return float((np.sqrt(np.einsum("ij,ij->i", X / top, X / top)) * top[:, 0]).max())
-
-
 def _check_kind(kind) -> str:
     return check_choice("kind", kind, KINDS)
 
@@ -172,7 +139,7 @@ def _plan(Q, K, tau, eps, kind, memory_budget) -> ApproxPlan:
         raise AttnInputError(f"the logit range of Q and K overflows (R = {R}); rescale them")
     # Round R up to the grid 2^(k/16): the interval only grows (≤ 4.4%), so the guarantee
     # holds, and nearby inputs share one cached degree search.
-    R = 2.0 ** (math.ceil(RANGE_STEPS_PER_OCTAVE * math.log2(R)) / RANGE_STEPS_PER_OCTAVE)
+    R = round_up_to_grid(R, RANGE_STEPS_PER_OCTAVE)
     try:
         g = least_degree(R, eps, kind=kind)
     except AttnInputError as exc:
