@@ -16,7 +16,7 @@ from .exact import (
     attention_loss,
     attention_loss_grad,
 )
-from .fast import flash_backward, flash_forward
+from .fast import flash_attention_loss_grad, flash_backward, flash_forward
 
 __version__ = "0.1.0"
 
@@ -27,6 +27,7 @@ __all__ = [
     "attention_forward",
     "attention_loss",
     "attention_loss_grad",
+    "flash_attention_loss_grad",
     "flash_backward",
     "flash_forward",
     "advise",

@@ -51,6 +51,7 @@ from ._checks import (
     AttnInputError,
     check_backward_inputs,
     check_int,
+    check_loss_inputs,
     check_mask,
     check_qkv,
     check_scale,
@@ -59,7 +60,7 @@ from ._checks import (
 from .config import DQ_GROUPS
 from .logits import max_row_norm
 
-__all__ = ["flash_forward", "flash_backward", "flop_count"]
+__all__ = ["flash_forward", "flash_backward", "flash_attention_loss_grad", "flop_count"]
 
 # ---------------------------------------------------------------------------------------
 # Block sizes
@@ -917,3 +918,37 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     else:
         _run_two_pass(*args)
     return dQ, dK, dV
+
+
+def flash_attention_loss_grad(X, A1, A2, A3, Y, E):
+    """dL/dX of AS24's loss L(X) = ½‖D⁻¹exp(A₁XA₂ᵀ/d)A₃Y − E‖²_F (Definition 1.2) through the
+    compiled tiled kernels, in O((n + m)·d) extra memory: with Q = A₁X (n, d), K = A₂ (m, d),
+    V = A₃Y (m, d) and scale 1/d, L = ½‖O − E‖², so dO = O − E and dL/dX = A₁ᵀ dQ.
+
+    Returns the (d, d) gradient in the inputs' float dtype; equals
+    :func:`attnlib.attention_loss_grad` to rounding.
+
+    Raises
+    ------
+    AttnInputError
+        for invalid arguments (see :func:`attnlib.attention_loss_grad`) or overflowing logits.
+
+    Examples
+    --------
+    >>> import attnlib as al
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = np.eye(4), rng.standard_normal((4, 4))
+    >>> A1, A2, A3, E = (rng.standard_normal((8, 4)) for _ in range(4))
+    >>> G = flash_attention_loss_grad(X, A1, A2, A3, Y, E)
+    >>> bool(np.allclose(G, al.attention_loss_grad(X, A1, A2, A3, Y, E), rtol=1e-12, atol=1e-12))
+    True
+    """
+    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
+    scale = 1.0 / X.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        Q, V = A1 @ X, A3 @ Y
+    if not (np.isfinite(Q).all() and np.isfinite(V).all()):
+        raise AttnInputError("the products A1 @ X or A3 @ Y overflow: the inputs are too large")
+    O, lse = flash_forward(Q, A2, V, scale=scale)
+    dQ, _, _ = flash_backward(Q, A2, V, O, O - E, lse, scale=scale)
+    return A1.T @ dQ

@@ -512,6 +512,27 @@ raises(3, "significant", "value=inf", lambda: nbt.significant(math.inf), word("v
 raises(3, "significant", "digits=0", lambda: nbt.significant(1.0, 0), word("digits"))
 raises(3, "significant", "value=10**400", lambda: nbt.significant(10**400), word("value"))
 valid(3, "significant", "3 digits", lambda: nbt.significant(7.962867387297144), lambda x: x == 7.96)
+raises(
+    3,
+    "flash_attention_loss_grad",
+    "X shape",
+    lambda: al.flash_attention_loss_grad(np.eye(3), Q, K, K, np.eye(4), Q),
+    word("X"),
+)
+raises(
+    3,
+    "flash_attention_loss_grad",
+    "E=nan",
+    lambda: al.flash_attention_loss_grad(np.eye(4), Q, K, K, np.eye(4), np.full_like(Q, np.nan)),
+    word("E"),
+)
+raises(
+    3,
+    "flash_attention_loss_grad",
+    "overflow",
+    lambda: al.flash_attention_loss_grad(np.eye(4) * 1e300, Q * 1e10, K, K, np.eye(4), Q),
+    "overflow",
+)
 raises(3, "max_row_norm", "X=1d", lambda: lg.max_row_norm(np.ones(3)), word("X"))
 raises(3, "logit_range", "scale=0", lambda: lg.logit_range(Q, K, scale=0), word("scale"))
 raises(3, "logit_range", "widths", lambda: lg.logit_range(Q, K[:, :2], scale=1.0), word("K"))

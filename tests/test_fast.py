@@ -460,3 +460,14 @@ def test_flop_count_of_each_path():
     ]:
         with pytest.raises(AttnInputError, match=message):
             fast.flop_count(**{"n": 4, "m": 4, "d": 2, **bad})
+
+
+def test_flash_attention_loss_grad_equals_the_closed_form():
+    rng = np.random.default_rng(11)
+    n, m, d = 70, 50, 6
+    X, Y = np.eye(d) + 0.1 * rng.standard_normal((d, d)), rng.standard_normal((d, d))
+    A1, E = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    A2, A3 = rng.standard_normal((m, d)), rng.standard_normal((m, d))
+    G = al.flash_attention_loss_grad(X, A1, A2, A3, Y, E)
+    G_ref = al.attention_loss_grad(X, A1, A2, A3, Y, E)
+    assert np.abs(G - G_ref).max() <= 1e-12 * np.abs(G_ref).max()
