@@ -562,6 +562,8 @@ valid(
     lambda: nbt.source(nbt.below, docstring=False),
     lambda t: t.startswith("def below") and '"""' not in t,
 )
+raises(3, "listing", "fn=3", lambda: nbt.listing(3), word("fn"))
+raises(3, "listing", "summary=1", lambda: nbt.listing(nbt.below, summary=1), word("summary"))
 raises(3, "show", "fn=str", lambda: nbt.show("below"), word("fn"))
 raises(
     3,
