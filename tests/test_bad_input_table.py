@@ -1478,6 +1478,114 @@ valid(
     lambda p: pm.max_relative_error(p, pm.approx_plan(Q, K, eps=1e-3).R) <= 1e-3,
 )
 
+# the teaching variants, bounds, models and input generators of Part II
+LOSS = (X, A1, A2, A3, Y, E)
+raises(
+    0,
+    "kronecker_loss_grad",
+    "lemma_d5='printed'",
+    lambda: pm.kronecker_loss_grad(*LOSS, eps=0.1, lemma_d5="printed"),
+    word("lemma_d5"),
+)
+raises(
+    0,
+    "kronecker_loss_grad",
+    "as-printed-m!=n",
+    lambda: pm.kronecker_loss_grad(*LOSS, eps=0.1, lemma_d3="as_printed"),
+    r"m = n",
+)
+raises(
+    6,
+    "kronecker_loss_grad",
+    "budget=1KiB",
+    lambda: pm.kronecker_loss_grad(*LOSS, eps=0.1, memory_budget=1024),
+    r"memory_budget|over the limit",
+)
+bad_reals(0, "kronecker_loss_grad", "eps", lambda v: pm.kronecker_loss_grad(*LOSS, eps=v))
+bad_arrays(
+    0, "kronecker_loss_grad", "E", lambda v: pm.kronecker_loss_grad(X, A1, A2, A3, Y, v, eps=0.1)
+)
+valid(
+    0,
+    "kronecker_loss_grad",
+    "matches-light-form",
+    lambda: (
+        pm.kronecker_loss_grad(*LOSS, eps=1e-6),
+        pm.approx_attention_loss_grad(*LOSS, eps=1e-6),
+    ),
+    lambda gs: np.allclose(gs[0], gs[1], rtol=1e-9, atol=1e-12),
+)
+for fname, f in [
+    ("loss_grad_error_bound", lambda *a: pm.loss_grad_error_bound(*a, eps=1e-3)),
+    ("loss_grad_magnitude_bound", pm.loss_grad_magnitude_bound),
+]:
+    bad_arrays(0, fname, "A1", lambda v, f=f: f(X, v, A2, A3, Y, E))
+    raises(0, fname, "Y-shape", lambda f=f: f(X, A1, A2, A3, Y[:2], E), word("Y"))
+    valid(0, fname, "zero-E", lambda f=f: f(X, A1, A2, A3, Y, 0 * E), lambda b: b > 0 and finite(b))
+bad_reals(0, "loss_grad_error_bound", "eps", lambda v: pm.loss_grad_error_bound(*LOSS, eps=v))
+for what, value in [("negative", -1.0), ("inf", math.inf), ("bool", True), ("str", "1")]:
+    raises(
+        0,
+        "entrywise_product_bound",
+        f"p_error_max={what}",
+        lambda v=value: pm.entrywise_product_bound(A1, A2, v),
+        word("p_error_max"),
+    )
+bad_arrays(0, "entrywise_product_bound", "A1", lambda v: pm.entrywise_product_bound(v, A2, 0.1))
+valid(
+    0,
+    "entrywise_product_bound",
+    "zero",
+    lambda: pm.entrywise_product_bound(A1, A2, 0),
+    lambda b: b == 0,
+)
+bad_reals(0, "relative_error_bound", "R", lambda v: pm.relative_error_bound(v, 3))
+bad_ints(0, "relative_error_bound", "g", lambda v: pm.relative_error_bound(1.0, v), minimum_bad=-1)
+raises(
+    0,
+    "relative_error_bound",
+    "kind='pade'",
+    lambda: pm.relative_error_bound(1.0, 3, kind="pade"),
+    word("kind"),
+)
+valid(
+    15,
+    "relative_error_bound",
+    "R=1e300",
+    lambda: pm.relative_error_bound(1e300, 3),
+    lambda b: b == math.inf,
+)
+bad_ints(0, "aa22_rank", "d", lambda v: pm.aa22_rank(v, 1.0, 0.1))
+bad_reals(0, "aa22_rank", "eps", lambda v: pm.aa22_rank(4, 1.0, v), extra=[("one", 1.0)])
+raises(10, "aa22_rank", "R=1e300", lambda: pm.aa22_rank(4, 1e300, 0.1), r"R=1e\+300 is too large")
+valid(
+    0, "aa22_rank", "d=4-R=1", lambda: pm.aa22_rank(4, 1.0, 1e-3), lambda r: r == math.comb(10, 4)
+)
+bad_ints(0, "rank_exponent", "log2_n", lambda v: pm.rank_exponent(v, 1.0))
+raises(15, "rank_exponent", "log2_n=1024", lambda: pm.rank_exponent(1024, 1.0), word("log2_n"))
+bad_reals(0, "rank_exponent", "R", lambda v: pm.rank_exponent(10, v))
+valid(15, "rank_exponent", "log2_n=1023", lambda: pm.rank_exponent(1023, 1.0), lambda k: 0 < k < 1)
+for fname, f in [
+    ("bounded_loss_inputs", pm.bounded_loss_inputs),
+    ("sign_loss_inputs", pm.sign_loss_inputs),
+]:
+    bad_ints(0, fname, "n", lambda v, f=f: f(v, 4, 1.0, 0))
+    bad_ints(0, fname, "d", lambda v, f=f: f(8, v, 1.0, 0))
+    bad_reals(0, fname, "B", lambda v, f=f: f(8, 4, v, 0))
+    for what, value in [("None", None), ("negative", -1), ("float", 0.5), ("bool", True)]:
+        raises(0, fname, f"rng={what}", lambda v=value, f=f: f(8, 4, 1.0, v), word("rng"))
+    raises(6, fname, "n=10**12", lambda f=f: f(10**12, 4, 1.0, 0), r"n, m or d is too large")
+    valid(
+        0,
+        fname,
+        "n=1-d=1",
+        lambda f=f: f(1, 1, 1.0, 0),
+        lambda a: finite(a) and a[1].shape == (1, 1),
+    )
+raises(
+    0, "bounded_loss_inputs", "m=0", lambda: pm.bounded_loss_inputs(8, 4, 1.0, 0, m=0), word("m")
+)
+
 # ---- hardness (points 7, 8, 9, 12, 13, 15) ----
 
 raises(

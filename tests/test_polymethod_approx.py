@@ -12,20 +12,13 @@ from conftest import rel_err
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
-from attnlib.polymethod.approx import _loss_grad_kronecker
+from attnlib.config import RANGE_STEPS_PER_OCTAVE
 
 EPS_LADDER = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8]
 
 
 def _loss_inputs(rng, n, d, B, m=None):
-    m = n if m is None else m
-    A1 = rng.uniform(-B, B, (n, d))
-    A2 = rng.uniform(-B, B, (m, d))
-    A3 = rng.uniform(-B, B, (m, d))
-    E = rng.uniform(-B, B, (n, d))
-    X = np.eye(d) + 0.1 * rng.uniform(-1, 1, (d, d))
-    Y = rng.uniform(-1, 1, (d, d))
-    return X, A1, A2, A3, Y, E
+    return pm.bounded_loss_inputs(n, d, B, rng, m=m)
 
 
 @pytest.mark.parametrize("eps", [1e-1, 1e-3, 1e-6])
@@ -43,7 +36,12 @@ def test_forward_error_within_the_derived_bound(rng, eps, B):
     assert err > 0  # an approximation, not the exact softmax in disguise
     # the plan: degree from the actual logit range, rank C(g+d, d)
     S = np.abs(Q @ K.T / d).max()
-    assert S <= pm.logit_range(Q, K, scale=1 / d) <= plan.R <= B * B * 2 ** (1 / 16)
+    assert (
+        S
+        <= pm.logit_range(Q, K, scale=1 / d)
+        <= plan.R
+        <= B * B * 2 ** (1 / RANGE_STEPS_PER_OCTAVE)
+    )
     assert plan.degree == pm.least_degree(plan.R, eps)
     assert plan.rank == math.comb(plan.degree + d, d)
 
@@ -105,20 +103,65 @@ def test_light_and_kronecker_forms_agree(rng):
     for n, m, d, B in [(30, 30, 3, 1.0), (25, 40, 4, 1.3), (50, 50, 6, 0.8)]:
         args = _loss_inputs(rng, n, d, B, m=m)
         light = pm.approx_attention_loss_grad(*args, eps=1e-5)
-        kron = _loss_grad_kronecker(*args, eps=1e-5)
+        kron = pm.kronecker_loss_grad(*args, eps=1e-5)
         assert rel_err(light, kron) < 1e-10
 
 
 def test_as_printed_lemmas_d3_and_d5_give_wrong_gradients(rng):
     args = _loss_inputs(rng, 40, 4, 1.0)
     exact = al.attention_loss_grad(*args)
-    fixed = _loss_grad_kronecker(*args, eps=1e-8)
+    fixed = pm.kronecker_loss_grad(*args, eps=1e-8)
     assert rel_err(fixed, exact) < 1e-6
     for variant in [dict(lemma_d3="as_printed"), dict(lemma_d5="as_printed")]:
-        wrong = _loss_grad_kronecker(*args, eps=1e-8, **variant)
+        wrong = pm.kronecker_loss_grad(*args, eps=1e-8, **variant)
         assert rel_err(wrong, exact) > 1e-2, variant
     with pytest.raises(AttnInputError, match="only type-check when m = n"):
-        _loss_grad_kronecker(*_loss_inputs(rng, 10, 3, 1.0, m=12), eps=0.1, lemma_d5="as_printed")
+        pm.kronecker_loss_grad(*_loss_inputs(rng, 10, 3, 1.0, m=12), eps=0.1, lemma_d5="as_printed")
+    with pytest.raises(AttnInputError, match="lemma_d3 must be one of"):
+        pm.kronecker_loss_grad(*args, eps=0.1, lemma_d3="printed")
+
+
+def test_kronecker_form_refuses_factors_over_the_budget(rng):
+    args = _loss_inputs(rng, 200, 4, 1.0)
+    plan = pm.loss_plan(*args[:3], eps=1e-3)
+    # the memory-light form fits where the Kronecker factors (d times wider) do not
+    budget = 8 * 400 * plan.rank * 3 + pm.approx.peak_bytes(plan, "loss_grad")
+    pm.approx_attention_loss_grad(*args, eps=1e-3, memory_budget=budget)
+    with pytest.raises(AttnInputError, match="Kronecker factors would need"):
+        pm.kronecker_loss_grad(*args, eps=1e-3, memory_budget=budget)
+
+
+def test_loss_input_generators(rng):
+    X, A1, A2, A3, Y, E = pm.bounded_loss_inputs(30, 4, 0.5, rng, m=20)
+    assert [a.shape for a in (X, A1, A2, A3, Y, E)] == [
+        (4, 4),
+        (30, 4),
+        (20, 4),
+        (20, 4),
+        (4, 4),
+        (30, 4),
+    ]
+    assert max(np.abs(a).max() for a in (A1, A2, A3, E)) <= 0.5
+    same = pm.bounded_loss_inputs(30, 4, 0.5, 7, m=20)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(same, pm.bounded_loss_inputs(30, 4, 0.5, 7, m=20), strict=True)
+    )
+    for n in (10, 1000):  # the logit range is B² whatever n is
+        args = pm.sign_loss_inputs(n, 8, 1.5, rng)
+        assert np.array_equal(args[0], np.eye(8)) and set(np.unique(args[1])) == {-1.5, 1.5}
+        assert pm.logit_range(args[1] @ args[0], args[2], scale=1 / 8) == pytest.approx(
+            2.25, rel=1e-15
+        )
+    for bad, word in [
+        (dict(rng=-1), "rng"),
+        (dict(rng="x"), "rng"),
+        (dict(B=0.0), "B"),
+        (dict(n=0), "n"),
+    ]:
+        kw = dict(n=5, d=2, B=1.0, rng=0) | bad
+        with pytest.raises(AttnInputError, match=word):
+            pm.sign_loss_inputs(**kw)
 
 
 def test_rank_over_budget_is_refused_before_allocating(rng):

@@ -10,6 +10,7 @@ import pytest
 
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
+from attnlib.config import DEGREE_MARGIN
 
 RS = [0.25, 0.5, 1.0, 2.0, 4.0]
 EPSS = [1e-2, 1e-4, 1e-6]
@@ -48,7 +49,7 @@ def test_exp_poly_relative_error_on_dense_grid(R, eps, kind):
     assert g == pm.least_degree(R, eps, kind=kind)
     if g > 0:
         lower = pm.exp_poly_of_degree(R, g - 1, kind=kind)
-        assert pm.max_relative_error(lower, R) > eps * (1 - 1e-3)
+        assert pm.max_relative_error(lower, R) > eps * (1 - DEGREE_MARGIN)
 
 
 @pytest.mark.parametrize("R, eps, taylor, cheb", DEGREE_TABLE)
@@ -85,6 +86,31 @@ def test_aa22_degree_is_the_order_formula():
 def test_measured_degree_tracks_aa22_within_constant_band():
     ratios = [pm.least_degree(R, eps) / pm.aa22_degree(R, eps) for R in RS for eps in EPSS]
     assert 0.4 < min(ratios) and max(ratios) < 2.5, ratios
+
+
+@pytest.mark.parametrize("kind", pm.KINDS)
+@pytest.mark.parametrize("R", [0.5, 1.0, 4.0])
+def test_relative_error_bound_holds_above_the_rounding_floor(R, kind):
+    taylor = kind == "taylor"
+    for g in range(0, 31):
+        bound = pm.relative_error_bound(R, g, kind=kind)
+        exact = (
+            math.exp(R) * R ** (g + 1) / math.factorial(g + 1)
+            if taylor
+            else 2 * math.exp(2 * R) * (R / 2) ** (g + 1) / math.factorial(g + 1)
+        )
+        assert bound == pytest.approx(exact, rel=1e-12)
+        if bound > 1e3 * (pm.rounding_floor(R) + 1e-16):
+            assert pm.max_relative_error(pm.exp_poly_of_degree(R, g, kind=kind), R) <= bound
+
+
+def test_relative_error_bound_edges():
+    assert pm.relative_error_bound(1e300, 3) == math.inf
+    assert pm.relative_error_bound(1e-300, 400) == 0.0
+    with pytest.raises(AttnInputError, match="g must be an integer <= 400"):
+        pm.relative_error_bound(1.0, 401)
+    with pytest.raises(AttnInputError, match="kind must be one of"):
+        pm.relative_error_bound(1.0, 3, kind="remez")
 
 
 def test_unreachable_precision_is_refused():
