@@ -107,3 +107,33 @@ def test_measured_cpu_is_a_device():
 def test_bad_arguments(call, pattern):
     with pytest.raises(AttnInputError, match=pattern):
         call()
+
+
+def test_figure_builders_draw_and_refuse_bad_input():
+    import matplotlib.pyplot as plt
+
+    from attnlib.plots import roofline as rp
+
+    Ms = np.array([1e3, 1e4, 1e5])
+    fig = rp.intensity_figure(Ms, {"forward, d = 64": Ms / 10}, {"H100 bf16": 590.0}, takeaway="t")
+    assert fig.axes[0].get_xlabel() and fig.axes[0].get_legend() is not None
+    roofs = [("H100", "bf16", 989.4e12, 3.35e12), ("H100", "fp32", 66.9e12, 3.35e12)]
+    fig = rp.roofline_figure(roofs, [("H100", "forward", 500.0, 989.4e12)])
+    assert "FLOP/s" in fig.axes[0].get_ylabel()
+    fig = rp.l2_absorption_figure([4096, 16384], {"H100": [1.0, 0.5]}, {"H100": [1.0, 0.2]})
+    assert len(fig.axes[0].get_lines()) == 2
+    plt.close("all")
+    bad = [
+        lambda: rp.intensity_figure(Ms, {}, {"x": 1.0}),
+        lambda: rp.intensity_figure(Ms, {"a": Ms[:2]}, {"x": 1.0}),
+        lambda: rp.intensity_figure(-Ms, {"a": Ms}, {"x": 1.0}),
+        lambda: rp.roofline_figure([], [("H100", "f", 1.0, 1.0)]),
+        lambda: rp.roofline_figure(roofs, [("A100", "f", 1.0, 1.0)]),
+        lambda: rp.roofline_figure(roofs, [("H100", "f", -1.0, 1.0)]),
+        lambda: rp.l2_absorption_figure([4096], {"H100": [1.5]}, {"H100": [1.0]}),
+        lambda: rp.l2_absorption_figure([4096], {"H100": [1.0]}, {"A100": [1.0]}),
+    ]
+    for call in bad:
+        with pytest.raises(AttnInputError):
+            call()
+    plt.close("all")
