@@ -55,8 +55,11 @@ def intensity_figure(
         ax.loglog(Ms, y, color=f"C{k % 7}", ls="-" if "forward" in label else "--", label=label)
     for k, (label, beta) in enumerate(_named("balances", balances).items()):
         beta = check_positive_real(f"balances[{label!r}]", beta)
-        ax.axhline(beta, color="gray", ls=":", lw=1.2, alpha=0.5 + 0.5 * k / len(balances))
-        ax.annotate(label, (Ms[0], beta), xytext=(2, 2), textcoords="offset points", fontsize=8)
+        ax.axhline(beta, color="gray", ls=":", lw=1.2)
+        offset = (-4, 3) if k % 2 == 0 else (-4, -9)  # alternate sides: close balances
+        ax.annotate(
+            label, (Ms[-1], beta), xytext=offset, textcoords="offset points", fontsize=7, ha="right"
+        )
     ax.set_xlabel("fast memory M (words)")
     ax.set_ylabel("arithmetic intensity (flops per word)")
     ax.set_title(title or "FlashAttention-2: intensity against the fast memory")
@@ -100,7 +103,7 @@ def roofline_figure(roofs, points, *, title: str | None = None, takeaway: str | 
     x_lo = min(min(p[2] for p in points), min(r[2] / r[3] for r in roofs)) / 4
     x_hi = max(max(p[2] for p in points), max(r[2] / r[3] for r in roofs)) * 4
     x = np.geomspace(x_lo, x_hi, 200)
-    fig, ax = plt.subplots(figsize=(7.6, 4.8))
+    fig, ax = plt.subplots(figsize=(8.6, 4.6))
     for dev, dtype, peak, bandwidth in roofs:
         ax.loglog(
             x, np.minimum(peak, x * bandwidth), color=color[dev], ls=_DTYPE_STYLE.get(dtype, "-.")
@@ -111,7 +114,7 @@ def roofline_figure(roofs, points, *, title: str | None = None, takeaway: str | 
     dtypes = list(dict.fromkeys(r[1] for r in roofs))
     handles += [Line2D([], [], color="gray", ls=_DTYPE_STYLE.get(t, "-."), label=t) for t in dtypes]
     handles += [Line2D([], [], ls="", marker=marker[k], color="gray", label=k) for k in kernels]
-    ax.legend(handles=handles, loc="lower right", fontsize=8, ncol=2)
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     ax.set_xlabel("arithmetic intensity (flops per byte of main memory)")
     ax.set_ylabel("attainable throughput (FLOP/s)")
     ax.set_title(title or "The roofline: peak FLOP/s or intensity × bandwidth")
@@ -138,22 +141,20 @@ def l2_absorption_figure(
         raise AttnInputError("one_head and shared must have the same labels")
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     for k, label in enumerate(one_head):
-        for values, ls, suffix in (
-            (one_head[label], "-", "one head"),
-            (shared[label], "--", "shared"),
-        ):
+        for values, ls in ((one_head[label], "-"), (shared[label], "--")):
             y = as_real_array(f"fractions of {label!r}", values)
             if y.shape != ns.shape or not np.all((y >= 0) & (y <= 1)):
                 raise AttnInputError(f"fractions of {label!r} must be {ns.shape} values in [0, 1]")
-            ax.semilogx(
-                ns, 100 * y, ls=ls, marker="o", color=f"C{k % 7}", label=f"{label}, {suffix}"
-            )
+            ax.semilogx(ns, 100 * y, ls=ls, marker="o", color=f"C{k % 7}")
+    handles = [Line2D([], [], color=f"C{k % 7}", label=label) for k, label in enumerate(one_head)]
+    handles += [Line2D([], [], color="gray", ls="-", label="L2 for one head")]
+    handles += [Line2D([], [], color="gray", ls="--", label="L2 shared by the heads in flight")]
+    ax.legend(handles=handles, fontsize=7, loc="lower left")
     ax.set_xscale("log", base=2)
     ax.set_ylim(-3, 103)
     ax.set_xlabel("sequence length n (tokens)")
     ax.set_ylabel("K/V re-streaming absorbed by L2 (%)")
     ax.set_title(title or "HBM reads the L2 saves")
-    ax.legend(fontsize=7, ncol=2, loc="lower left")
     if takeaway:
         add_takeaway(fig, takeaway)
     return fig
