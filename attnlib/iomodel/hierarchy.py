@@ -86,16 +86,7 @@ def _dims(n, d, M, M_l2, m, d_v):
     return n, d, M, M_l2, m, d_v
 
 
-def l2_resident_rows(
-    n: int,
-    d: int,
-    M: int,
-    M_l2: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    which: str = "forward",
-) -> int:
+def l2_resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which="forward"):
     """Rows of the re-streamed operand that the pinning policy keeps in an L2 of M_L2 words:
     min(rows, k·B) with B the outer block of the re-stream and k = ⌊(M_L2 − M)/(B·w)⌋ whole
     blocks, w the words per row (forward: key rows, B = B_c, w = d + d_v; backward: query

@@ -142,41 +142,19 @@ class Device:
         return self.llc_bytes // WORD_BYTES[dtype]
 
 
-A100_SXM_80GB = Device(
-    name="NVIDIA A100 SXM 80GB",
-    bandwidth=2039e9,
-    peak_bf16=312e12,
-    peak_fp32=19.5e12,
-    llc_bytes=40 * MIB,
-    smem_bytes=164 * KIB,
-    regs_bytes=256 * KIB,
-    sms=108,
-    source="nvidia_a100_datasheet, nvidia_a100_whitepaper, nvidia_ampere_tuning",
-)
-
-H100_SXM5 = Device(
-    name="NVIDIA H100 SXM5",
-    bandwidth=3.35e12,
-    peak_bf16=989.4e12,
-    peak_fp32=66.9e12,
-    llc_bytes=50 * MIB,
-    smem_bytes=228 * KIB,
-    regs_bytes=256 * KIB,
-    sms=132,
-    source="nvidia_h100_whitepaper, nvidia_hopper_tuning",
-)
-
-MI300X = Device(
-    name="AMD Instinct MI300X",
-    bandwidth=5.3e12,
-    peak_bf16=1307.4e12,
-    peak_fp32=163.4e12,
-    llc_bytes=256 * MIB,
-    smem_bytes=64 * KIB,
-    regs_bytes=512 * KIB,
-    sms=304,
-    source="amd_mi300_microarchitecture, amd_gpu_specs",
-)
+# The presets, one row each: name, HBM bytes/s, dense bf16 tensor FLOP/s, vector FP32 FLOP/s,
+# last-level cache (MiB), shared memory and registers per SM or CU (KiB), SMs or CUs, sources.
+A100_SXM_80GB, H100_SXM5, MI300X = (
+    Device(name, bw, bf16, fp32, None, llc * MIB, smem * KIB, regs * KIB, sms, source)
+    for name, bw, bf16, fp32, llc, smem, regs, sms, source in (
+        ("NVIDIA A100 SXM 80GB", 2039e9, 312e12, 19.5e12, 40, 164, 256, 108,
+         "nvidia_a100_datasheet, nvidia_a100_whitepaper, nvidia_ampere_tuning"),
+        ("NVIDIA H100 SXM5", 3.35e12, 989.4e12, 66.9e12, 50, 228, 256, 132,
+         "nvidia_h100_whitepaper, nvidia_hopper_tuning"),
+        ("AMD Instinct MI300X", 5.3e12, 1307.4e12, 163.4e12, 256, 64, 512, 304,
+         "amd_mi300_microarchitecture, amd_gpu_specs"),
+    )
+)  # fmt: skip
 
 #: The three GPU presets, in order of release.
 GPUS = (A100_SXM_80GB, H100_SXM5, MI300X)

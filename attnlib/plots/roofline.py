@@ -33,6 +33,16 @@ def _positive(name: str, values) -> np.ndarray:
     return arr
 
 
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str, takeaway: str | None):
+    """Label the axes, title the figure and add its takeaway line; return the figure."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if takeaway:
+        add_takeaway(fig, takeaway)
+    return fig
+
+
 def intensity_figure(
     Ms, intensities: dict, balances: dict, *, title: str | None = None, takeaway: str | None = None
 ):
@@ -60,13 +70,11 @@ def intensity_figure(
         ax.annotate(
             label, (Ms[-1], beta), xytext=offset, textcoords="offset points", fontsize=7, ha="right"
         )
-    ax.set_xlabel("fast memory M (words)")
-    ax.set_ylabel("arithmetic intensity (flops per word)")
-    ax.set_title(title or "FlashAttention-2: intensity against the fast memory")
     ax.legend(loc="upper left")
-    if takeaway:
-        add_takeaway(fig, takeaway)
-    return fig
+    title = title or "FlashAttention-2: intensity against the fast memory"
+    return _finish(
+        fig, ax, "fast memory M (words)", "arithmetic intensity (flops per word)", title, takeaway
+    )
 
 
 def _check_rows(what: str, rows, width: int) -> list:
@@ -115,12 +123,9 @@ def roofline_figure(roofs, points, *, title: str | None = None, takeaway: str | 
     handles += [Line2D([], [], color="gray", ls=_DTYPE_STYLE.get(t, "-."), label=t) for t in dtypes]
     handles += [Line2D([], [], ls="", marker=marker[k], color="gray", label=k) for k in kernels]
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
-    ax.set_xlabel("arithmetic intensity (flops per byte of main memory)")
-    ax.set_ylabel("attainable throughput (FLOP/s)")
-    ax.set_title(title or "The roofline: peak FLOP/s or intensity × bandwidth")
-    if takeaway:
-        add_takeaway(fig, takeaway)
-    return fig
+    xlabel = "arithmetic intensity (flops per byte of main memory)"
+    title = title or "The roofline: peak FLOP/s or intensity × bandwidth"
+    return _finish(fig, ax, xlabel, "attainable throughput (FLOP/s)", title, takeaway)
 
 
 def l2_absorption_figure(
@@ -152,9 +157,6 @@ def l2_absorption_figure(
     ax.legend(handles=handles, fontsize=7, loc="lower left")
     ax.set_xscale("log", base=2)
     ax.set_ylim(-3, 103)
-    ax.set_xlabel("sequence length n (tokens)")
-    ax.set_ylabel("K/V re-streaming absorbed by L2 (%)")
-    ax.set_title(title or "HBM reads the L2 saves")
-    if takeaway:
-        add_takeaway(fig, takeaway)
-    return fig
+    ylabel = "K/V re-streaming absorbed by L2 (%)"
+    title = title or "HBM reads the L2 saves"
+    return _finish(fig, ax, "sequence length n (tokens)", ylabel, title, takeaway)
