@@ -39,6 +39,8 @@ from attnlib import models as mm
 from attnlib import nbtools as nbt
 from attnlib import polymethod as pm
 from attnlib.iomodel import CapacityError, MachineError
+from attnlib.iomodel import hierarchy as hy
+from attnlib.iomodel import roofline as rf
 from attnlib.models import depth as dp
 from attnlib.polymethod.approx import peak_bytes
 
@@ -2239,6 +2241,191 @@ valid(
 )
 
 
+# ---- the roofline and the three-level machine ----
+
+H100 = rf.H100_SXM5
+raises(0, "Device", "name=''", lambda: rf.Device("", 1e9, None, 1e9), word("name"))
+bad_reals(0, "Device", "bandwidth", lambda v: rf.Device("x", v, None, 1e9))
+bad_reals(0, "Device", "peak_fp32", lambda v: rf.Device("x", 1e9, None, v))
+raises(0, "Device", "peak_bf16=0", lambda: rf.Device("x", 1e9, 0.0, 1e9), word("peak_bf16"))
+raises(0, "Device", "sms=0", lambda: rf.Device("x", 1e9, None, 1e9, sms=0), word("sms"))
+raises(0, "Device", "llc_bytes=1.5", lambda: rf.Device("x", 1e9, None, 1e9, llc_bytes=1.5), "llc")
+raises(0, "Device", "source=1", lambda: rf.Device("x", 1e9, None, 1e9, source=1), word("source"))
+raises(0, "Device.peak", "dtype=fp8", lambda: H100.peak("fp8"), word("dtype"))
+raises(0, "Device.peak", "missing", lambda: rf.Device("x", 1e9, None, 1e9).peak("bf16"), "bf16")
+raises(
+    0,
+    "Device.onchip_words",
+    "no-sizes",
+    lambda: rf.Device("x", 1.0, None, 1.0).onchip_words("fp32"),
+    "shared",
+)
+raises(
+    0,
+    "Device.llc_words",
+    "no-cache",
+    lambda: rf.Device("x", 1.0, None, 1.0).llc_words("fp32"),
+    "cache",
+)
+valid(0, "Device", "h100-onchip", lambda: H100.onchip_words("bf16"), lambda w: w == 247808)
+bad_ints(0, "measure_cpu", "n", lambda v: rf.measure_cpu(n=v))
+bad_ints(0, "measure_cpu", "repeats", lambda v: rf.measure_cpu(n=8, length=8, repeats=v))
+valid(0, "measure_cpu", "tiny", lambda: rf.measure_cpu(8, 64, 1), lambda c: c.peak("fp64") > 0)
+raises(
+    0, "machine_balance", "device=str", lambda: rf.machine_balance("H100", "bf16"), word("device")
+)
+raises(0, "machine_balance", "dtype=int", lambda: rf.machine_balance(H100, 16), word("dtype"))
+valid(0, "machine_balance", "h100", lambda: rf.machine_balance(H100, "fp32"), lambda b: 79 < b < 81)
+for fname, f in [
+    ("attainable_flops", rf.attainable_flops),
+    ("no_overlap_flops", rf.no_overlap_flops),
+]:
+    bad_reals(
+        0, fname, "intensity", lambda v, f=f: f(v, H100, "bf16"), extra=[("list-neg", [1.0, -2.0])]
+    )
+    raises(0, fname, "device=None", lambda f=f: f(1.0, None, "bf16"), word("device"))
+    valid(
+        0,
+        fname,
+        "array",
+        lambda f=f: f(np.array([1.0, 1e6]), H100, "bf16"),
+        lambda a: a.shape == (2,),
+    )
+bad_ints(0, "flash_intensity", "n", lambda v: rf.flash_intensity(v, 4, 4096))
+bad_ints(0, "flash_intensity", "M", lambda v: rf.flash_intensity(16, 4, v))
+raises(
+    0, "flash_intensity", "which", lambda: rf.flash_intensity(16, 4, 4096, which="x"), word("which")
+)
+raises(
+    0,
+    "flash_intensity",
+    "causal",
+    lambda: rf.flash_intensity(16, 4, 4096, causal=1),
+    word("causal"),
+)
+bad_ints(0, "decode_intensity", "m", lambda v: rf.decode_intensity(v, 4, 4096))
+raises(
+    0,
+    "decode_intensity",
+    "H-not-multiple",
+    lambda: rf.decode_intensity(8, 4, 4096, H=3, H_kv=2),
+    "H",
+)
+raises(
+    0, "roofline_point", "device", lambda: rf.roofline_point("H100", "bf16", 16, 4), word("device")
+)
+raises(0, "roofline_point", "dtype", lambda: rf.roofline_point(H100, "fp16", 16, 4), word("dtype"))
+valid(
+    0,
+    "roofline_point",
+    "h100",
+    lambda: rf.roofline_point(H100, "bf16", 4096, 128),
+    lambda p: p.fraction == 1.0,
+)
+bad_ints(0, "l2_resident_rows", "n", lambda v: hy.l2_resident_rows(v, 4, 120, 400))
+bad_ints(0, "l2_resident_rows", "M_l2", lambda v: hy.l2_resident_rows(16, 4, 120, v))
+raises(0, "l2_resident_rows", "M_l2<M", lambda: hy.l2_resident_rows(16, 4, 120, 100), word("M_l2"))
+raises(
+    0,
+    "l2_resident_rows",
+    "which",
+    lambda: hy.l2_resident_rows(16, 4, 120, 400, which=1),
+    word("which"),
+)
+for fname, f in [
+    ("flash_forward_three_level_count", hy.flash_forward_three_level_count),
+    ("flash_backward_three_level_count", hy.flash_backward_three_level_count),
+]:
+    bad_ints(0, fname, "d", lambda v, f=f: f(16, v, 120, 400))
+    raises(0, fname, "M_l2<M", lambda f=f: f(16, 4, 120, 119), word("M_l2"))
+    raises(0, fname, "M-too-small", lambda f=f: f(16, 4, 3, 400), word("M"))
+    valid(0, fname, "no-l2", lambda f=f: f(16, 4, 120, 120), lambda c: c.resident_rows == 0)
+bad_arrays(
+    0,
+    "flash_forward_three_level",
+    "Q",
+    lambda v: hy.flash_forward_three_level(v, K, V, M=120, M_l2=400),
+)
+raises(
+    0,
+    "flash_forward_three_level",
+    "M_l2<M",
+    lambda: hy.flash_forward_three_level(Q, K, V, M=120, M_l2=1),
+    word("M_l2"),
+)
+raises(
+    0,
+    "flash_forward_three_level",
+    "M=str",
+    lambda: hy.flash_forward_three_level(Q, K, V, M="1", M_l2=400),
+    word("M"),
+)
+valid(
+    0,
+    "flash_forward_three_level",
+    "exact",
+    lambda: hy.flash_forward_three_level(Q, K, V, M=120, M_l2=400),
+    lambda r: (
+        np.allclose(r[0], O_REF)
+        and r[2] == hy.flash_forward_three_level_count(6, 4, 120, 400, m=5, d_v=3)
+    ),
+)
+bad_arrays(
+    0,
+    "flash_backward_three_level",
+    "dO",
+    lambda v: hy.flash_backward_three_level(Q, K, V, O_REF, v, LSE_REF, M=120, M_l2=400),
+)
+raises(
+    0,
+    "flash_backward_three_level",
+    "M_l2<M",
+    lambda: hy.flash_backward_three_level(Q, K, V, O_REF, dO, LSE_REF, M=120, M_l2=1),
+    word("M_l2"),
+)
+valid(
+    0,
+    "flash_backward_three_level",
+    "exact",
+    lambda: hy.flash_backward_three_level(Q, K, V, O_REF, dO, LSE_REF, M=120, M_l2=400),
+    lambda r: r[3] == hy.flash_backward_three_level_count(6, 4, 120, 400, m=5, d_v=3),
+)
+raises(0, "l2_absorption", "device", lambda: hy.l2_absorption(None, 4096, 64), word("device"))
+raises(
+    0,
+    "l2_absorption",
+    "shared",
+    lambda: hy.l2_absorption(H100, 4096, 64, shared="yes"),
+    word("shared"),
+)
+raises(
+    0,
+    "l2_absorption",
+    "dtype",
+    lambda: hy.l2_absorption(H100, 4096, 64, dtype="fp16"),
+    word("dtype"),
+)
+valid(
+    0,
+    "l2_absorption",
+    "h100",
+    lambda: hy.l2_absorption(H100, 4096, 64),
+    lambda a: a.fraction == 1.0,
+)
+raises(
+    0, "heads_sharing_l2", "device", lambda: hy.heads_sharing_l2("H100", 4096, 64), word("device")
+)
+raises(
+    0,
+    "heads_sharing_l2",
+    "which",
+    lambda: hy.heads_sharing_l2(H100, 4096, 64, which="x"),
+    word("which"),
+)
+bad_ints(0, "heads_sharing_l2", "n", lambda v: hy.heads_sharing_l2(H100, v, 64))
+valid(0, "heads_sharing_l2", "h100", lambda: hy.heads_sharing_l2(H100, 16, 64), lambda h: h == 132)
+
+
 # ---- the tests ----
 
 
@@ -2282,8 +2469,10 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"INSTALL_COMMAND", "METHODS", "CapacityError", "MachineError", "Op"}
     not_callables |= {"ModelNotInstalledError", "GradientError", "Growth", "MethodCost"}
     not_callables |= {"BertConfig", "MODEL_PACKAGE", "gelu", "gelu_derivative"}
+    not_callables |= {"WORD_BYTES", "A100_SXM_80GB", "H100_SXM5", "MI300X", "GPUS"}
+    not_callables |= {"RooflinePoint", "ThreeLevelCount", "L2Absorption"}
     missing = []
-    for module in (al, io, pm, hd, mm, adv, nbt, lg):
+    for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy):
         for name in module.__all__:
             if name in not_callables:
                 continue
