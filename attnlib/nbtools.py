@@ -373,20 +373,29 @@ def traced_peak_bytes(fn, *args) -> int:
             tracemalloc.stop()
 
 
-def machine_rates(n: int = 512, length: int = 2**24, repeats: int = 5) -> tuple[float, float]:
-    """This machine's float64 rates as ``(flops per second, words per second)``: an n × n
-    matrix product (2n³ flops, best of ``repeats``) and a copy of ``length`` words (each word
-    read and written: 2·length words moved). Their ratio is the machine balance in flops per
-    word. Runs on however many BLAS threads are in force.
+def machine_rates(
+    n: int = 512, length: int = 2**24, repeats: int = 5, *, dtype="float64"
+) -> tuple[float, float]:
+    """This machine's rates in ``dtype`` as ``(flops per second, words per second)``: an
+    n × n matrix product (2n³ flops, best of ``repeats``) and a copy of ``length`` words (each
+    word read and written: 2·length words moved). Their ratio is the machine balance in flops
+    per word. Runs on however many BLAS threads are in force.
 
-    Raises :class:`attnlib.AttnInputError` on a size or count below 1.
+    Raises :class:`attnlib.AttnInputError` on a size or count below 1 or a dtype other than
+    float32 and float64.
     """
     n = check_int("n", n)
     length = check_int("length", length)
     repeats = check_int("repeats", repeats)
+    try:
+        name = np.dtype(dtype).name
+    except (TypeError, ValueError):
+        name = repr(dtype)
+    dtype = np.dtype(check_choice("dtype", name, ("float32", "float64")))
     rng = np.random.default_rng(0)
-    A, B, C = rng.random((n, n)), rng.random((n, n)), np.empty((n, n))
-    x, y = rng.random(length), np.empty(length)
+    A, B = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
+    C = np.empty((n, n), dtype=dtype)
+    x, y = rng.random(length).astype(dtype), np.empty(length, dtype=dtype)
     t_mm = t_copy = math.inf
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -596,6 +596,7 @@ raises(
     word("min_repeats"),
 )
 raises(3, "traced_peak_bytes", "fn=None", lambda: nbt.traced_peak_bytes(None), word("fn"))
+raises(3, "machine_rates", "dtype=int8", lambda: nbt.machine_rates(dtype="int8"), word("dtype"))
 raises(3, "machine_rates", "n=0", lambda: nbt.machine_rates(n=0), word("n"))
 raises(3, "loglog_slope", "one point", lambda: nbt.loglog_slope([1], [1]), word("x"))
 raises(3, "loglog_slope", "y=0", lambda: nbt.loglog_slope([1, 2], [0, 1]), word("y"))

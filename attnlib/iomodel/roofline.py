@@ -11,9 +11,7 @@ I/O counts of :mod:`attnlib.iomodel` with the on-chip memory of one SM as the fa
 
 from __future__ import annotations
 
-import math
 import os
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,6 +25,7 @@ from .._checks import (
     check_int,
     check_positive_real,
 )
+from ..nbtools import machine_rates
 
 # The package's public names (not its modules), so that this module follows them if they move.
 from . import arithmetic_intensity, attention_flops, decode_count
@@ -160,15 +159,6 @@ A100_SXM_80GB, H100_SXM5, MI300X = (
 GPUS = (A100_SXM_80GB, H100_SXM5, MI300X)
 
 
-def _best_seconds(fn, repeats: int) -> float:
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def measure_cpu(n: int = 512, length: int = 2**24, repeats: int = 5) -> Device:
     """This machine's CPU as a :class:`Device`, measured: float64 and float32 n × n matrix
     products (2n³ flops, best of ``repeats``) give ``peak_fp64`` and ``peak_fp32``; a copy of
@@ -178,16 +168,10 @@ def measure_cpu(n: int = 512, length: int = 2**24, repeats: int = 5) -> Device:
     """
     n, length = check_int("n", n), check_int("length", length)
     repeats = check_int("repeats", repeats)
-    rng = np.random.default_rng(0)
-    rates = {}
-    for dtype in (np.float64, np.float32):
-        A, B = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
-        C = np.empty((n, n), dtype=dtype)
-        rates[dtype] = (
-            2 * n**3 / _best_seconds(lambda A=A, B=B, C=C: np.matmul(A, B, out=C), repeats)
-        )
-    x, y = rng.random(length), np.empty(length)
-    copy_bytes = 2 * 8 * length / _best_seconds(lambda: np.copyto(y, x), repeats)
+    flops64, words64 = machine_rates(n, length, repeats, dtype="float64")
+    flops32, _ = machine_rates(n, length, repeats, dtype="float32")
+    rates = {np.float64: flops64, np.float32: flops32}
+    copy_bytes = 8 * words64
     return Device(
         name="this machine's CPU (measured)",
         bandwidth=copy_bytes,
