@@ -7,7 +7,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 
 import attnlib as al
 from attnlib import AttnInputError

@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
