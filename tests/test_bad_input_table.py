@@ -2268,16 +2268,18 @@ def test_compiled_kernel_overflow_contract():
 
     message = r"the logits scale \* Q @ K\.T overflow float64: Q, K or scale is too large"
     # point 1: logits that overflow raise the exact path's error, never SystemError or NaN
+    paths = [
+        lambda q, k, scale: al.attention_forward(q, k, V, scale=scale),
+        lambda q, k, scale: al.flash_forward(q, k, V, scale=scale),
+        lambda q, k, scale: al.flash_backward(q, k, V, O_REF[:4], dO[:4], LSE_REF[:4], scale=scale),
+    ]
     for q, k, scale in [
         (np.full((4, 4), 1e200), np.full((5, 4), 1e200), None),
         (Q[:4], K, 1e308),
     ]:
-        with pytest.raises(al.AttnInputError, match=message):
-            al.attention_forward(q, k, V, scale=scale)
-        with pytest.raises(al.AttnInputError, match=message):
-            al.flash_forward(q, k, V, scale=scale)
-        with pytest.raises(al.AttnInputError, match=message):
-            al.flash_backward(q, k, V, O_REF[:4], dO[:4], LSE_REF[:4], scale=scale)
+        for path in paths:
+            with pytest.raises(al.AttnInputError, match=message):
+                path(q, k, scale)
     # masked-out entries do not count
     O_flash, _ = al.flash_forward(Q, K_HUGE, V, mask=KEEP)
     np.testing.assert_allclose(O_flash, al.attention(Q, K_HUGE, V, mask=KEEP), rtol=1e-12)

@@ -1,5 +1,6 @@
 """Bad input to the exact core: every case raises AttnInputError with a message that names
-the argument and what was expected."""
+the argument and what was expected. The bad Q, K and V, shared with every other
+implementation, are in test_qkv_inputs.py."""
 
 from __future__ import annotations
 
