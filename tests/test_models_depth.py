@@ -11,6 +11,7 @@ import attnlib.polymethod as pm
 from attnlib import AttnInputError
 from attnlib.models import depth as dp
 from attnlib.models import minilm as mm
+from attnlib.nbtools import central_difference
 
 
 def _fd_directional(f, arrays, rng, h=1e-5):
@@ -40,16 +41,7 @@ def test_backward_matches_finite_differences(rng, ffn):
         return stack.loss_and_grads(X, G)[0]
 
     # every entry of dX
-    h = 1e-6
-    num = np.empty_like(X)
-    for idx in np.ndindex(X.shape):
-        old = X[idx]
-        X[idx] = old + h
-        fp = loss()
-        X[idx] = old - h
-        fm = loss()
-        X[idx] = old
-        num[idx] = (fp - fm) / (2 * h)
+    num = central_difference(lambda x: stack.loss_and_grads(x, G)[0], X, 1e-6)
     assert np.max(np.abs(num - dX)) < 1e-7 * max(1.0, np.max(np.abs(dX)))
     # every parameter array, along a random direction
     for i, layer in enumerate(stack.layers):
