@@ -347,13 +347,6 @@ def test_standard_pays_n_squared_and_flash_beats_it_once_M_exceeds_2d2():
 # ---- bad inputs --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def bad_input_args():
-    Q, K, V, dO = _inputs(6, 5, 2, 3, seed=1)
-    O, lse = al.attention_forward(Q, K, V)
-    return dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse)
-
-
 def _fwd(f, a, **kw):
     return f(a["Q"], a["K"], a["V"], **kw)
 
@@ -436,6 +429,8 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("call,message", BAD_INPUTS)
-def test_bad_inputs(bad_input_args, call, message):
+def test_bad_inputs(call, message):
+    Q, K, V, dO = _inputs(6, 5, 2, 3, seed=1)
+    O, lse = al.attention_forward(Q, K, V)
     with pytest.raises(AttnInputError, match=message):
-        call(bad_input_args)
+        call(dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse))

@@ -352,13 +352,6 @@ def test_ratio_to_lower_bound_in_a_constant_band(d):
 # ---- bad input ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def args(rng):
-    Q, K, V, dO = _inputs(rng, 4, 5, 3, 2)
-    O, lse = al.attention_forward(Q, K, V)
-    return dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse)
-
-
 def _fwd(a, **kw):
     return smallcache_forward(a["Q"], a["K"], a["V"], **{"M": 50, **kw})
 
@@ -377,26 +370,26 @@ def _bwd(a, **kw):
         ("dO", lambda a: np.full_like(a["dO"], np.inf), r"dO must be finite"),
     ],
 )
-def test_bad_backward_extras(args, arg, make, message):
-    args[arg] = make(args)
+def test_bad_backward_extras(qkv, arg, make, message):
+    qkv[arg] = make(qkv)
     with pytest.raises(AttnInputError, match=message):
-        _bwd(args)
+        _bwd(qkv)
 
 
 @pytest.mark.parametrize(
     "call,minimum,who",
     [(_fwd, 5, "smallcache_forward"), (_bwd, 6, "smallcache_backward")],
 )
-def test_cache_below_the_minimum_names_it(args, call, minimum, who):
+def test_cache_below_the_minimum_names_it(qkv, call, minimum, who):
     with pytest.raises(AttnInputError, match=rf"M must be at least {minimum} words for {who}"):
-        call(args, M=minimum - 1)
-    call(args, M=minimum)  # the minimum itself runs
+        call(qkv, M=minimum - 1)
+    call(qkv, M=minimum)  # the minimum itself runs
     for bad in (0, -1, 2.5, "64", None, True):
         with pytest.raises(AttnInputError, match=r"M must be an integer >= 1"):
-            call(args, M=bad)
+            call(qkv, M=bad)
     for bad in (0.0, -1.0, float("nan"), "1"):
         with pytest.raises(AttnInputError, match=r"scale must be a positive finite real"):
-            call(args, scale=bad)
+            call(qkv, scale=bad)
 
 
 @pytest.mark.parametrize(
