@@ -101,12 +101,15 @@ def test_advise_bad_input(args, kwargs, match):
         advise(*args, **kwargs)
 
 
-def test_helpers_bad_input():
-    with pytest.raises(AttnInputError, match="method must be one of"):
-        method_flops("fast", 10, 4)
-    with pytest.raises(AttnInputError, match="rank must be an integer"):
-        method_flops("polynomial", 10, 4)
-    with pytest.raises(AttnInputError, match="n_hi must exceed n_lo=64"):
-        method_boundaries(32, 1.0, 1e-3, 4096, n_lo=64, n_hi=64)
-    with pytest.raises(AttnInputError, match="method must be one of"):
-        advise(64, 32, 1.0, 1e-3, 4096).cost_of("naive")
+BAD_HELPER_INPUT = [
+    (lambda: method_flops("fast", 10, 4), "method must be one of"),
+    (lambda: method_flops("polynomial", 10, 4), "rank must be an integer"),
+    (lambda: method_boundaries(32, 1.0, 1e-3, 4096, n_lo=64, n_hi=64), "n_hi must exceed n_lo=64"),
+    (lambda: advise(64, 32, 1.0, 1e-3, 4096).cost_of("naive"), "method must be one of"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_HELPER_INPUT)
+def test_helpers_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()

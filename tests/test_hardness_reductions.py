@@ -10,6 +10,7 @@ import pytest
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import hardness as hd
+from attnlib.nbtools import loglog_slope
 
 
 def sat_count(clauses, n_vars):
@@ -144,7 +145,7 @@ def test_ov_entries_grow_like_log_n():
         logn.append(math.log(max(n, 3)))
         entry.append(max(np.abs(Q).max(), np.abs(K).max()))
     logn, entry = np.array(logn), np.array(entry)
-    slope = np.polyfit(np.log(logn), np.log(entry), 1)[0]
+    slope = loglog_slope(logn, entry)
     assert 0.9 < slope < 1.1, slope
     ratio = entry / logn
     assert ratio.max() / ratio.min() < 1.3
@@ -203,7 +204,7 @@ def test_gap_ann_masses_are_separated_and_entries_grow_like_sqrt_log_n():
     ratio = entry / np.sqrt(logn)
     assert ratio.max() / ratio.min() < 1.25  # Θ(√log n) ...
     assert (np.diff(entry / logn) < 0).all()  # ... hence o(log n)
-    slope = np.polyfit(np.log(logn), np.log(entry), 1)[0]
+    slope = loglog_slope(logn, entry)
     assert 0.3 < slope < 0.6, slope
 
 
@@ -268,44 +269,63 @@ def test_gap_ann_bad_gap(t, eps, match):
         hd.planted_gap_ann(4, 3, t, eps, planted=True, seed=0)
 
 
-def test_planted_gap_ann_bad_input():
-    with pytest.raises(AttnInputError, match="could not draw rows"):
-        hd.planted_gap_ann(64, 10, 4, 1.0, planted=False, seed=0, max_tries=3)
-    with pytest.raises(AttnInputError, match="planted must be a bool"):
-        hd.planted_gap_ann(4, 40, 4, 1.0, planted=1, seed=0)
-    with pytest.raises(AttnInputError, match="n must be an integer >= 1"):
-        hd.planted_gap_ann(0, 40, 4, 1.0, planted=True, seed=0)
-    with pytest.raises(AttnInputError, match="max_tries must be an integer >= 1"):
-        hd.planted_gap_ann(4, 40, 4, 1.0, planted=True, seed=0, max_tries=0)
+BAD_PLANTED_GAP_ANN = [
+    (
+        lambda: hd.planted_gap_ann(64, 10, 4, 1.0, planted=False, seed=0, max_tries=3),
+        "could not draw rows",
+    ),
+    (lambda: hd.planted_gap_ann(4, 40, 4, 1.0, planted=1, seed=0), "planted must be a bool"),
+    (lambda: hd.planted_gap_ann(0, 40, 4, 1.0, planted=True, seed=0), "n must be an integer >= 1"),
+    (
+        lambda: hd.planted_gap_ann(4, 40, 4, 1.0, planted=True, seed=0, max_tries=0),
+        "max_tries must be an integer >= 1",
+    ),
+]
 
 
-def test_planted_ov_bad_input():
-    with pytest.raises(AttnInputError, match="m=2 is too small for density=0.5"):
-        hd.planted_ov(64, 2, orthogonal=True, seed=0)
-    with pytest.raises(AttnInputError, match="density must be in"):
-        hd.planted_ov(4, 8, orthogonal=False, seed=0, density=1.0)
-    with pytest.raises(AttnInputError, match="orthogonal must be a bool"):
-        hd.planted_ov(4, 8, orthogonal="yes", seed=0)
-    with pytest.raises(AttnInputError, match="seed must be an integer >= 0"):
-        hd.planted_ov(4, 8, orthogonal=True, seed=-2)
+@pytest.mark.parametrize("call,message", BAD_PLANTED_GAP_ANN)
+def test_planted_gap_ann_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
 
 
-def test_sat_to_ov_bad_input():
-    with pytest.raises(AttnInputError, match="literal 0"):
-        hd.sat_to_ov([(1, 0)], 2)
-    with pytest.raises(AttnInputError, match="beyond n_vars=2"):
-        hd.sat_to_ov([(1, 3)], 2)
-    with pytest.raises(AttnInputError, match="at least one clause"):
-        hd.sat_to_ov([], 2)
-    with pytest.raises(AttnInputError, match="n_vars must be an integer <= 40"):
-        hd.sat_to_ov([(1,)], 41)
+BAD_PLANTED_OV = [
+    (lambda: hd.planted_ov(64, 2, orthogonal=True, seed=0), "m=2 is too small for density=0.5"),
+    (lambda: hd.planted_ov(4, 8, orthogonal=False, seed=0, density=1.0), "density must be in"),
+    (lambda: hd.planted_ov(4, 8, orthogonal="yes", seed=0), "orthogonal must be a bool"),
+    (lambda: hd.planted_ov(4, 8, orthogonal=True, seed=-2), "seed must be an integer >= 0"),
+]
 
 
-def test_ov_pair_to_assignment_bad_input():
+@pytest.mark.parametrize("call,message", BAD_PLANTED_OV)
+def test_planted_ov_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+BAD_SAT_TO_OV = [
+    (lambda: hd.sat_to_ov([(1, 0)], 2), "literal 0"),
+    (lambda: hd.sat_to_ov([(1, 3)], 2), "beyond n_vars=2"),
+    (lambda: hd.sat_to_ov([], 2), "at least one clause"),
+    (lambda: hd.sat_to_ov([(1,)], 41), "n_vars must be an integer <= 40"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_SAT_TO_OV)
+def test_sat_to_ov_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+BAD_OV_PAIR = [
+    (lambda: hd.ov_pair_to_assignment(4, 0, 4), "i must be an integer <= 3"),
+    (lambda: hd.ov_pair_to_assignment(0, -1, 4), "j must be an integer >= 0"),
+    (lambda: hd.ov_pair_to_assignment(0, 0, 0), "n_vars must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_OV_PAIR)
+def test_ov_pair_to_assignment_bad_input(call, message):
     assert hd.ov_pair_to_assignment(1, 2, 4) == (True, False, False, True)
-    with pytest.raises(AttnInputError, match="i must be an integer <= 3"):
-        hd.ov_pair_to_assignment(4, 0, 4)
-    with pytest.raises(AttnInputError, match="j must be an integer >= 0"):
-        hd.ov_pair_to_assignment(0, -1, 4)
-    with pytest.raises(AttnInputError, match="n_vars must be an integer >= 1"):
-        hd.ov_pair_to_assignment(0, 0, 0)
+    with pytest.raises(AttnInputError, match=message):
+        call()

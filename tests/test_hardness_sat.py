@@ -99,13 +99,10 @@ def test_read_dimacs_satlib_style():
         ([(1,)], 0, "n_vars must be an integer >= 1"),
     ],
 )
-def test_malformed_clauses(clauses, n_vars, match):
+@pytest.mark.parametrize("fn", [hd.check_clauses, hd.brute_force_sat, hd.write_dimacs])
+def test_malformed_clauses(fn, clauses, n_vars, match):
     with pytest.raises(AttnInputError, match=match):
-        hd.check_clauses(clauses, n_vars)
-    with pytest.raises(AttnInputError, match=match):
-        hd.brute_force_sat(clauses, n_vars)
-    with pytest.raises(AttnInputError, match=match):
-        hd.write_dimacs(clauses, n_vars)
+        fn(clauses, n_vars)
 
 
 def test_brute_force_sat_refuses_too_many_variables():

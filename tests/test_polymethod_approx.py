@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 
 import attnlib as al
 from attnlib import AttnInputError
@@ -192,55 +193,76 @@ def test_logit_range_beyond_double_precision_is_refused(rng):
         pm.approx_attention(Q, Q, Q, eps=1e-6, scale=1.0)
 
 
+EPS_TAKERS = [
+    lambda Q, loss, eps: pm.approx_attention(Q, Q, Q, eps=eps),
+    lambda Q, loss, eps: pm.approx_attention_backward(Q, Q, Q, Q, eps=eps),
+    lambda Q, loss, eps: pm.approx_attention_loss_grad(*loss, eps=eps),
+    lambda Q, loss, eps: pm.approx_plan(Q, Q, eps=eps),
+]
+
+
+@pytest.mark.parametrize("call", EPS_TAKERS)
 @pytest.mark.parametrize("eps", [0, 1, -1e-3, 2.0, math.nan, math.inf, None, "1e-3", True])
-def test_bad_eps_everywhere(rng, eps):
+def test_bad_eps_everywhere(rng, call, eps):
     Q = rng.standard_normal((5, 3))
     X, A1, A2, A3, Y, E = _loss_inputs(rng, 5, 3, 1.0)
     msg = r"eps must be a real number in \(0, 1\)"
     with pytest.raises(AttnInputError, match=msg):
-        pm.approx_attention(Q, Q, Q, eps=eps)
-    with pytest.raises(AttnInputError, match=msg):
-        pm.approx_attention_backward(Q, Q, Q, Q, eps=eps)
-    with pytest.raises(AttnInputError, match=msg):
-        pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E, eps=eps)
-    with pytest.raises(AttnInputError, match=msg):
-        pm.approx_plan(Q, Q, eps=eps)
+        call(Q, (X, A1, A2, A3, Y, E), eps)
 
 
-def test_bad_shapes_and_values(rng):
+# Bad Q, K and V: test_qkv_inputs.py.
+BAD_SHAPES_AND_VALUES = [
+    (
+        lambda a: pm.approx_attention_backward(a.Q, a.K, a.V, np.ones((5, 3)), eps=0.1),
+        r"dO must have shape \(n, d_v\) = \(5, 2\)",
+    ),
+    (
+        lambda a: pm.approx_attention(a.Q, a.K, a.V, eps=0.1, scale=-1.0),
+        "scale must be a positive finite real number",
+    ),
+    (lambda a: pm.approx_attention(a.Q, a.K, a.V, eps=0.1, kind="pade"), "kind must be one of"),
+    (
+        lambda a: pm.approx_attention(a.Q, a.K, a.V, eps=0.1, memory_budget=0),
+        "memory_budget must be a positive finite real",
+    ),
+    (
+        lambda a: pm.approx_attention_loss_grad(np.eye(2), a.A1, a.A2, a.A3, a.Y, a.E, eps=0.1),
+        r"X must have shape \(d, d\) = \(3, 3\)",
+    ),
+    (
+        lambda a: pm.approx_attention_loss_grad(a.X, a.A1, a.A2, a.A3, a.Y, a.E[:4], eps=0.1),
+        r"E must have shape \(n, d\) like A1",
+    ),
+    (
+        lambda a: pm.approx_attention_loss_grad(a.X, a.A1, a.A2, a.A3[:4], a.Y, a.E, eps=0.1),
+        "A3 must have m=5 rows like A2",
+    ),
+    (lambda a: pm.forward_error_bound(0.1, -1.0), "V_max must be a finite number >= 0"),
+    (lambda a: pm.forward_error_bound(0.1, "1"), "V_max must be a finite number >= 0"),
+    # entries of 1e200 in Q alone give a finite (if hopeless) range, computed without overflow
+    (
+        lambda a: pm.approx_attention(np.full((2, 3), 1e200), a.K[:2], a.V[:2], eps=0.1),
+        r"logit range R = 2\.575e\+200 .* too large",
+    ),
+    (
+        lambda a: pm.approx_attention(
+            np.full((2, 3), 1e200), np.full((2, 3), 1e200), a.V[:2], eps=0.1
+        ),
+        "logit range .* overflows a float: Q, K or scale",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_SHAPES_AND_VALUES)
+def test_bad_shapes_and_values(rng, call, message):
     Q = rng.standard_normal((5, 3))
     K = rng.standard_normal((6, 3))
     V = rng.standard_normal((6, 2))
-    with pytest.raises(AttnInputError, match="V must have m=6 rows like K, got 5"):
-        pm.approx_attention(Q, K, V[:5], eps=0.1)
-    with pytest.raises(AttnInputError, match="K must have d=3 columns like Q"):
-        pm.approx_attention(Q, K[:, :2], V, eps=0.1)
-    with pytest.raises(AttnInputError, match=r"dO must have shape \(n, d_v\) = \(5, 2\)"):
-        pm.approx_attention_backward(Q, K, V, np.ones((5, 3)), eps=0.1)
-    with pytest.raises(AttnInputError, match="scale must be a positive finite real number"):
-        pm.approx_attention(Q, K, V, eps=0.1, scale=-1.0)
-    with pytest.raises(AttnInputError, match="Q must be finite"):
-        pm.approx_attention(np.full((5, 3), np.nan), K, V, eps=0.1)
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.approx_attention(Q, K, V, eps=0.1, kind="pade")
-    with pytest.raises(AttnInputError, match="memory_budget must be a positive finite real"):
-        pm.approx_attention(Q, K, V, eps=0.1, memory_budget=0)
     X, A1, A2, A3, Y, E = _loss_inputs(rng, 5, 3, 1.0)
-    with pytest.raises(AttnInputError, match=r"X must have shape \(d, d\) = \(3, 3\)"):
-        pm.approx_attention_loss_grad(np.eye(2), A1, A2, A3, Y, E, eps=0.1)
-    with pytest.raises(AttnInputError, match=r"E must have shape \(n, d\) like A1"):
-        pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E[:4], eps=0.1)
-    with pytest.raises(AttnInputError, match="A3 must have m=5 rows like A2"):
-        pm.approx_attention_loss_grad(X, A1, A2, A3[:4], Y, E, eps=0.1)
-    with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
-        pm.forward_error_bound(0.1, -1.0)
-    with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
-        pm.forward_error_bound(0.1, "1")
-    # entries of 1e200 in Q alone give a finite (if hopeless) range, computed without overflow
-    with pytest.raises(AttnInputError, match=r"logit range R = 2\.575e\+200 .* too large"):
-        pm.approx_attention(np.full((2, 3), 1e200), K[:2], V[:2], eps=0.1)
-    with pytest.raises(AttnInputError, match="logit range .* overflows a float: Q, K or scale"):
-        pm.approx_attention(np.full((2, 3), 1e200), np.full((2, 3), 1e200), V[:2], eps=0.1)
+    a = SimpleNamespace(Q=Q, K=K, V=V, X=X, A1=A1, A2=A2, A3=A3, Y=Y, E=E)
+    with pytest.raises(AttnInputError, match=message):
+        call(a)
 
 
 def test_zero_inputs_are_handled(rng):

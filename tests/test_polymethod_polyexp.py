@@ -113,52 +113,51 @@ def test_relative_error_bound_edges():
         pm.relative_error_bound(1.0, 3, kind="remez")
 
 
-def test_unreachable_precision_is_refused():
-    with pytest.raises(AttnInputError, match=r"out of reach.*R=8"):
-        pm.exp_poly(8, 1e-9)
-    with pytest.raises(AttnInputError, match="out of reach"):
-        pm.least_degree(12, 1e-7, kind="taylor")
-    with pytest.raises(AttnInputError, match="out of reach"):
-        pm.exp_poly(30, 0.5)
+OUT_OF_REACH = [
+    (lambda: pm.exp_poly(8, 1e-9), r"out of reach.*R=8"),
+    (lambda: pm.least_degree(12, 1e-7, kind="taylor"), "out of reach"),
+    (lambda: pm.exp_poly(30, 0.5), "out of reach"),
+]
+
+
+@pytest.mark.parametrize("call,message", OUT_OF_REACH)
+def test_unreachable_precision_is_refused(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
     # just inside reach works, and is checked
     p = pm.exp_poly(8, 1e-6)
     assert _independent_rel_error(p, 8) <= 1e-6
     assert pm.rounding_floor(8) == pytest.approx(2.0**-52 * math.exp(16))
 
 
+@pytest.mark.parametrize("fn", [pm.exp_poly, pm.least_degree, pm.aa22_degree])
 @pytest.mark.parametrize("eps", [0, 1, -0.1, 1.5, math.nan, math.inf, True, "0.1", None])
-def test_bad_eps(eps):
+def test_bad_eps(fn, eps):
     with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
-        pm.exp_poly(1.0, eps)
-    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
-        pm.least_degree(1.0, eps)
-    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
-        pm.aa22_degree(1.0, eps)
+        fn(1.0, eps)
 
 
+@pytest.mark.parametrize("fn", [pm.exp_poly, pm.least_degree, pm.aa22_degree])
 @pytest.mark.parametrize("R", [math.nan, math.inf, -math.inf, 0, -1.0, "1", None, False])
-def test_bad_R(R):
+def test_bad_R(fn, R):
     with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
-        pm.exp_poly(R, 1e-3)
-    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
-        pm.least_degree(R, 1e-3)
-    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
-        pm.aa22_degree(R, 1e-3)
+        fn(R, 1e-3)
 
 
-def test_bad_kind_and_grid():
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.exp_poly(1.0, 1e-3, kind="remez")
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.least_degree(1.0, 1e-3, kind=None)
-    with pytest.raises(AttnInputError, match="points must be an integer >= 2"):
-        pm.max_relative_error(np.exp, 1.0, points=1)
-    with pytest.raises(AttnInputError, match="g must be an integer >= 0"):
-        pm.exp_poly_of_degree(1.0, -1)
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.exp_poly_of_degree(1.0, 3, kind="remez")
-    with pytest.raises(AttnInputError, match="poly must be a callable"):
-        pm.max_relative_error([1.0, 1.0], 1.0)
+BAD_KIND_AND_GRID = [
+    (lambda: pm.exp_poly(1.0, 1e-3, kind="remez"), "kind must be one of"),
+    (lambda: pm.least_degree(1.0, 1e-3, kind=None), "kind must be one of"),
+    (lambda: pm.max_relative_error(np.exp, 1.0, points=1), "points must be an integer >= 2"),
+    (lambda: pm.exp_poly_of_degree(1.0, -1), "g must be an integer >= 0"),
+    (lambda: pm.exp_poly_of_degree(1.0, 3, kind="remez"), "kind must be one of"),
+    (lambda: pm.max_relative_error([1.0, 1.0], 1.0), "poly must be a callable"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_KIND_AND_GRID)
+def test_bad_kind_and_grid(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
 
 
 # ---- decisions that do not depend on the machine ------------------------------------------
