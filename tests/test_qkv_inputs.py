@@ -19,6 +19,7 @@ from attnlib import AttnInputError
 from attnlib import hardness as hd
 from attnlib import iomodel as io
 from attnlib import polymethod as pm
+from attnlib.iomodel import hierarchy as hy
 
 ROOT = Path(al.__file__).resolve().parent
 
@@ -60,6 +61,8 @@ IMPLEMENTATIONS = [
     (io.standard_backward, _backward, {"M": 100}),
     (io.flash_forward_causal, _forward, {"M": 100}),
     (io.flash_backward_causal, _backward, {"M": 100}),
+    (hy.flash_forward_three_level, _forward, {"M": 100, "M_l2": 1000}),
+    (hy.flash_backward_three_level, _backward, {"M": 100, "M_l2": 1000}),
     (io.smallcache_forward, _forward, {"M": 50}),
     (io.smallcache_backward, _backward, {"M": 50}),
     (pm.approx_attention, _forward, {"eps": 0.1}),
