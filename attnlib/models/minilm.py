@@ -357,6 +357,22 @@ class MiniLM:
             )
         return ids.astype(np.int64, copy=False)
 
+    @staticmethod
+    def _check_mask(attention_mask, b: int, n: int) -> np.ndarray:
+        if attention_mask is None:
+            return np.ones((b, n), dtype=bool)
+        mask = np.asarray(attention_mask)
+        if mask.ndim == 1:
+            mask = mask[None]
+        if mask.dtype != np.bool_ or mask.shape != (b, n):
+            raise AttnInputError(
+                f"attention_mask must be a boolean array of shape (b, n) = {(b, n)}, "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        if not mask.any(axis=1).all():
+            raise AttnInputError("attention_mask must keep at least one token per sequence")
+        return mask
+
     def run(self, input_ids, attention_mask=None) -> BertRun:
         """The full forward pass, keeping every hidden state and every head's Q, K and V.
 
@@ -375,19 +391,7 @@ class MiniLM:
         """
         ids = self._check_ids(input_ids)
         b, n = ids.shape
-        if attention_mask is None:
-            mask = np.ones((b, n), dtype=bool)
-        else:
-            mask = np.asarray(attention_mask)
-            if mask.ndim == 1:
-                mask = mask[None]
-            if mask.dtype != np.bool_ or mask.shape != (b, n):
-                raise AttnInputError(
-                    f"attention_mask must be a boolean array of shape (b, n) = {(b, n)}, "
-                    f"got dtype {mask.dtype} and shape {mask.shape}"
-                )
-            if not mask.any(axis=1).all():
-                raise AttnInputError("attention_mask must keep at least one token per sequence")
+        mask = self._check_mask(attention_mask, b, n)
         cfg = self.config
         L, H, d = cfg.n_layers, cfg.n_heads, cfg.d_head
         hidden = np.empty((L + 1, b, n, cfg.hidden))
