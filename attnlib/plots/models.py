@@ -396,7 +396,7 @@ def decision_map_figure(ns, Bs, maps, *, methods, eps, M, threshold=True, title=
     handles = [Patch(color=DECISION_COLORS[i], label=m) for i, m in enumerate(methods)]
     if threshold:
         handles.append(plt.Line2D([], [], color="k", ls="--", label=r"$B=\sqrt{\ln n}$"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=9)
     default = f"Fastest method by the cost model of attnlib.advice (ε = {eps:g})"
     fig.suptitle(default if title is None else title, fontsize=11)
     if "polynomial" in methods:
