@@ -1947,6 +1947,26 @@ raises(
     word("B"),
 )
 
+raises(0, "entry_bound", "K-columns", lambda: adv.entry_bound(Q, K[:, :2]), word("K"))
+raises(0, "entry_bound", "scale=0", lambda: adv.entry_bound(Q, K, scale=0.0), word("scale"))
+valid(
+    0,
+    "entry_bound",
+    "folds-scale",
+    lambda: adv.entry_bound(Q, K),
+    lambda B: np.abs(Q @ K.T / 2.0).max() <= B**2,
+)
+raises(0, "attention_step", "method", lambda: adv.attention_step("fast", Q, K, V, dO), "method")
+raises(0, "attention_step", "eps=2", lambda: adv.attention_step("exact", Q, K, V, dO, 2), "eps")
+raises(0, "attention_step", "dO-shape", lambda: adv.attention_step("exact", Q, K, V, Q), "dO")
+valid(
+    0,
+    "attention_step",
+    "polynomial",
+    lambda: adv.attention_step("polynomial", Q / 4, K / 4, V, dO, 1e-3),
+    lambda r: finite(r[0]) and finite(list(r[1])),
+)
+
 # ---- models (points 11, 12, 13, 15, 16) ----
 
 
@@ -2054,6 +2074,39 @@ raises(
     r"layers\[0\]\['Wq'\]",
 )
 raises(0, "AttentionStack", "layers=[]", lambda: mm.AttentionStack([], 2), word("layers"))
+raises(
+    0,
+    "AttentionStack.forward",
+    "key_mask=int",
+    lambda: _stack().forward(SX, key_mask=np.ones(5)),
+    "key_mask",
+)
+raises(0, "MiniLM.token_id", "unknown", lambda: _model().token_id("[NOPE]"), word("token"))
+raises(
+    0,
+    "observed_range_kernel",
+    "not-callable",
+    lambda: mm.observed_range_kernel(3),
+    "poly_for_range",
+)
+valid(
+    0,
+    "observed_range_kernel",
+    "covers-the-logits",
+    lambda: (lambda k: (k.forward(Q, K, V, 0.5), k.ranges))(
+        mm.observed_range_kernel(lambda R: pm.exp_poly(R, 1e-3), per_octave=0)
+    ),
+    lambda r: finite(r[0]) and math.isclose(max(r[1]), 0.5 * np.abs(Q @ K.T).max()),
+)
+raises(0, "int8_round", "clip_quantile=0", lambda: mm.int8_round(Q, 0.0), "clip_quantile")
+raises(0, "int8_round", "X=int", lambda: mm.int8_round(Q.astype(int)), word("X"))
+valid(
+    0,
+    "int8_round",
+    "keeps-max",
+    lambda: mm.int8_round(Q),
+    lambda Qh: math.isclose(np.abs(Qh).max(), np.abs(Q).max(), rel_tol=1e-15),
+)
 raises(0, "AttentionStack", "n_heads=3", lambda: mm.AttentionStack(_stack().layers, 3), "n_heads")
 raises(
     11,

@@ -7,6 +7,7 @@ import functools
 import numpy as np
 import pytest
 
+import attnlib as al
 import attnlib.polymethod as pm
 from attnlib import AttnInputError
 from attnlib.models import depth as dp
@@ -50,6 +51,36 @@ def test_backward_matches_finite_differences(rng, ffn):
         for k, (fd, v) in zip(keys, checks, strict=True):
             an = float(np.sum(grads[i][k] * v))
             assert abs(fd - an) < 1e-6 * max(1.0, abs(an)), (i, k, fd, an)
+
+
+@pytest.mark.parametrize("ffn", [False, True])
+def test_key_mask_is_masked_attention_and_its_backward_matches_finite_differences(rng, ffn):
+    stack = dp.random_stack(2, 8, 2, seed=5, ffn=ffn, weight_scale=1.5)
+    X, G = rng.normal(size=(6, 8)), rng.normal(size=(6, 8))
+    keep = np.array([True, True, False, True, False, True])
+    Y, caches = stack.forward(X, key_mask=keep)
+    # every head attends to the kept keys only, as BERT's padding mask does
+    for c in caches:
+        heads = [
+            al.attention_forward(c["Q"][h], c["K"][h], c["V"][h], mask=np.tile(keep, (6, 1)))[0]
+            for h in range(2)
+        ]
+        assert np.allclose(c["ctx"], np.concatenate(heads, axis=1), atol=1e-13)
+    # so an excluded token changes no other token's output
+    X2 = X.copy()
+    X2[2] += 1.0
+    Y2 = stack.forward(X2, key_mask=keep)[0]
+    assert np.allclose(np.delete(Y2, 2, axis=0), np.delete(Y, 2, axis=0), atol=1e-12)
+    # the hand-written backward with the mask, against finite differences along a direction
+    dX, grads = stack.backward(caches, G)
+    v = rng.normal(size=X.shape)
+    h = 1e-6
+    loss_p = float(np.sum(stack.forward(X + h * v, key_mask=keep)[0] * G))
+    loss_m = float(np.sum(stack.forward(X - h * v, key_mask=keep)[0] * G))
+    fd = (loss_p - loss_m) / (2 * h)
+    assert abs(fd - float(np.sum(dX * v))) < 1e-7 * max(1.0, abs(fd))
+    # keeping every key is no mask at all
+    assert np.array_equal(stack.forward(X, key_mask=np.ones(6, bool))[0], stack.forward(X)[0])
 
 
 def test_hidden_gradients_and_truncation(rng):
@@ -197,6 +228,14 @@ BAD_INPUT = [
     (
         lambda stack, good, rng: dp.classify_growth([1e-3, 0.0, 1e-2]),
         "errors must hold at least 3 positive",
+    ),
+    (
+        lambda stack, good, rng: stack.forward(rng.normal(size=(4, 8)), key_mask=np.ones(4)),
+        r"key_mask must be a boolean array of shape \(n,\)",
+    ),
+    (
+        lambda stack, good, rng: stack.forward(rng.normal(size=(4, 8)), key_mask=np.zeros(4, bool)),
+        "key_mask must keep at least one key",
     ),
 ]
 

@@ -86,6 +86,22 @@ def test_gelu_is_the_erf_form():
     h = 1e-6
     num = (mm.gelu(x + h) - mm.gelu(x - h)) / (2 * h)
     assert np.allclose(mm.gelu_derivative(x), num, atol=1e-8)
+    with pytest.raises(AttnInputError, match="x must be finite"):
+        mm.gelu([0.0, float("nan")])
+    with pytest.raises(AttnInputError, match="x must have a float32 or float64 dtype"):
+        mm.gelu_derivative(["a"])
+
+
+def test_token_id_names_the_special_tokens(model):
+    assert (model.token_id("[CLS]"), model.token_id("[SEP]"), model.token_id("[PAD]")) == (
+        101,
+        102,
+        0,
+    )
+    with pytest.raises(AttnInputError, match="token must be a token of the vocabulary"):
+        model.token_id("[NOT A TOKEN]")
+    with pytest.raises(AttnInputError, match="token must be a token of the vocabulary"):
+        model.token_id(101)
 
 
 def test_corpus_is_packaged_and_long_enough(model):
