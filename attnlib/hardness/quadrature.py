@@ -61,8 +61,44 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     >>> gauss_legendre_error_bound(Q, K, V, 8) < 1e-12 < gauss_legendre_error_bound(Q, K, V, 2)
     True
     """
+    Q = as_float_array("Q", Q).astype(np.float64)
+    K = as_float_array("K", K).astype(np.float64)
+    V = as_float_array("V", V).astype(np.float64)
+    check_cols("K", K, Q.shape[1], "Q")
+    check_rows("V", V, K.shape[0], "K")
     nodes = check_int("nodes", nodes, maximum=4096)
-    return _bound(_bound_terms(Q, K, V, scale, grid), nodes)
+    grid = check_int("grid", grid, maximum=100_000)
+    tau = check_scale(scale, Q.shape[1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = tau * (Q @ K.T)
+        widths = S.max(axis=1) - S.min(axis=1)
+    if not np.isfinite(widths).all():
+        raise AttnInputError(
+            "the logits scale * Q @ K.T overflow float64: Q, K or scale is too large"
+        )
+    W = float(widths.max())
+    vmax = float(np.abs(V).max())
+    if W == 0.0 or vmax == 0.0:
+        return 0.0
+    # y = θπ/W with θ in (0, 1): a wider strip gives a larger ρ but a smaller c.
+    theta = (np.arange(grid) + 0.5) / grid
+    y = theta * math.pi / W
+    c = np.cos(theta * math.pi / 2)
+    rho = 2 * y + np.sqrt(1 + 4 * y**2)
+    # In logs: Φ(y) overflows for large V, and ρ^(-2N) underflows long before the bound
+    # stops mattering.
+    log_phi = (
+        math.log(V.shape[1])
+        + 2 * math.log(vmax)
+        + math.log(float(widths.sum()))
+        + np.log((1 + 1 / c) / c**2)
+    )
+    with np.errstate(divide="ignore"):
+        log_bound = math.log(32 / 15) + log_phi - 2 * nodes * np.log(rho) - np.log(rho**2 - 1)
+    best = float(log_bound.min())
+    if best > math.log(sys.float_info.max):
+        raise AttnInputError(f"the bound overflows a float: V is too large (max |V| = {vmax:.3g})")
+    return math.exp(best)
 
 
 def gauss_legendre_nodes_needed(Q, K, V, tol, *, scale=None, max_nodes: int = 4096) -> int:
@@ -89,60 +125,9 @@ def gauss_legendre_nodes_needed(Q, K, V, tol, *, scale=None, max_nodes: int = 40
     """
     tol = check_positive_real("tol", tol)
     max_nodes = check_int("max_nodes", max_nodes, maximum=4096)
-    terms = _bound_terms(Q, K, V, scale, 256)
     for nodes in range(1, max_nodes + 1):
-        if _bound(terms, nodes) <= tol:
+        if gauss_legendre_error_bound(Q, K, V, nodes, scale=scale) <= tol:
             return nodes
     raise AttnInputError(
         f"tol={tol!r} is not guaranteed by {max_nodes} nodes: raise max_nodes or tol"
     )
-
-
-def _bound_terms(Q, K, V, scale, grid):
-    """The parts of the bound that do not depend on N: ``None`` when f' ≡ 0, else
-    (log of (32/15)·Φ(y), log ρ, log(ρ² − 1), max|V|) on the grid of strip widths y."""
-    Q = as_float_array("Q", Q).astype(np.float64)
-    K = as_float_array("K", K).astype(np.float64)
-    V = as_float_array("V", V).astype(np.float64)
-    check_cols("K", K, Q.shape[1], "Q")
-    check_rows("V", V, K.shape[0], "K")
-    grid = check_int("grid", grid, maximum=100_000)
-    tau = check_scale(scale, Q.shape[1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        S = tau * (Q @ K.T)
-        widths = S.max(axis=1) - S.min(axis=1)
-    if not np.isfinite(widths).all():
-        raise AttnInputError(
-            "the logits scale * Q @ K.T overflow float64: Q, K or scale is too large"
-        )
-    W = float(widths.max())
-    vmax = float(np.abs(V).max())
-    if W == 0.0 or vmax == 0.0:
-        return None
-    # y = θπ/W with θ in (0, 1): a wider strip gives a larger ρ but a smaller c.
-    theta = (np.arange(grid) + 0.5) / grid
-    y = theta * math.pi / W
-    c = np.cos(theta * math.pi / 2)
-    rho = 2 * y + np.sqrt(1 + 4 * y**2)
-    # In logs: Φ(y) overflows for large V, and ρ^(-2N) underflows long before the bound
-    # stops mattering.
-    log_phi = (
-        math.log(V.shape[1])
-        + 2 * math.log(vmax)
-        + math.log(float(widths.sum()))
-        + np.log((1 + 1 / c) / c**2)
-    )
-    with np.errstate(divide="ignore"):
-        return math.log(32 / 15) + log_phi, np.log(rho), np.log(rho**2 - 1), vmax
-
-
-def _bound(terms, nodes: int) -> float:
-    """The bound for ``nodes`` nodes from :func:`_bound_terms`, minimised over y."""
-    if terms is None:
-        return 0.0
-    head, log_rho, tail, vmax = terms
-    log_bound = head - 2 * nodes * log_rho - tail
-    best = float(log_bound.min())
-    if best > math.log(sys.float_info.max):
-        raise AttnInputError(f"the bound overflows a float: V is too large (max |V| = {vmax:.3g})")
-    return math.exp(best)
