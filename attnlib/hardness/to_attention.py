@@ -178,7 +178,7 @@ def gap_ann_to_attention(A, B, t, eps, *, scale=None):
 
 def _check_instances(instances) -> list[tuple]:
     """A non-empty sequence of (Q, K, V, threshold, yes) as the reductions return them, with
-    the known answer ``yes`` appended."""
+    the known answer ``yes`` last."""
     if isinstance(instances, (str, bytes)) or not hasattr(instances, "__len__"):
         raise AttnInputError(
             f"instances must be a sequence of (Q, K, V, threshold, yes), got {instances!r:.60}"
