@@ -1859,6 +1859,134 @@ valid(
     lambda v: math.isclose(v, float(np.sum(al.attention(Q, K, V) ** 2)), rel_tol=1e-10),
 )
 
+raises(0, "adversarial_no_ov", "n=0", lambda: hd.adversarial_no_ov(0, 3), word("n"))
+raises(0, "adversarial_no_ov", "m=2.5", lambda: hd.adversarial_no_ov(3, 2.5), word("m"))
+valid(
+    0,
+    "adversarial_no_ov",
+    "inner-products-one",
+    lambda: hd.adversarial_no_ov(5, 3),
+    lambda ab: bool((ab[0].astype(int) @ ab[1].astype(int).T == 1).all()),
+)
+raises(0, "all_models", "n_vars=31", lambda: hd.all_models(CLAUSES, 31), word("n_vars"))
+valid(
+    0,
+    "all_models",
+    "models-satisfy",
+    lambda: hd.all_models(CLAUSES, 3),
+    lambda ms: len(ms) > 0 and all(hd.is_satisfied(CLAUSES, a) for a in ms),
+)
+raises(0, "count_models", "clauses=str", lambda: hd.count_models("1 -2", 3), word("clauses"))
+valid(0, "count_models", "matches", lambda: hd.count_models(CLAUSES, 3), lambda c: c == 2)
+raises(0, "assignment_bits", "ints", lambda: hd.assignment_bits([1, 0]), r"assignment\[0\]")
+valid(0, "assignment_bits", "bits", lambda: hd.assignment_bits((True, False)), lambda b: b == "10")
+raises(0, "gap_ann_parameters", "n=1", lambda: hd.gap_ann_parameters(1), word("n"))
+valid(0, "gap_ann_parameters", "n=8", lambda: hd.gap_ann_parameters(8), lambda p: p == (36, 6, 1.0))
+raises(0, "lsh_close_pair", "k=0", lambda: hd.lsh_close_pair(OV_A, OV_B, 1, k=0), word("k"))
+raises(0, "lsh_close_pair", "t=nan", lambda: hd.lsh_close_pair(OV_A, OV_B, math.nan), word("t"))
+valid(
+    0,
+    "lsh_close_pair",
+    "identical-rows",
+    lambda: hd.lsh_close_pair(OV_A, OV_A, 1, k=2),
+    lambda r: r[0] is not None and r[1] >= 1,
+)
+raises(0, "needed_entry_factor", "empty", lambda: hd.needed_entry_factor([], 1.0), "instances")
+raises(
+    0,
+    "needed_entry_factor",
+    "scale=0",
+    lambda: hd.needed_entry_factor([(*hd.ov_to_attention(OV_A, OV_B), True)], 0.0),
+    word("scale"),
+)
+valid(
+    0,
+    "needed_entry_factor",
+    "ov-yes",
+    lambda: hd.needed_entry_factor([(*hd.ov_to_attention(OV_A, OV_B, scale=1 / 3), True)], 1 / 3),
+    lambda c: 0 < c <= 1,
+)
+raises(
+    0,
+    "attention_norm_squared",
+    "lam=-1",
+    lambda: hd.attention_norm_squared(Q, K, V, lam=-1.0),
+    word("lam"),
+)
+valid(
+    0,
+    "attention_norm_squared",
+    "matches-attention",
+    lambda: hd.attention_norm_squared(Q, K, V),
+    lambda v: v == float(np.sum(al.attention(Q, K, V) ** 2)),
+)
+raises(
+    0,
+    "noisy_gradient",
+    "rel=-1",
+    lambda: hd.noisy_gradient(al.attention_loss_grad, -1, 0),
+    word("rel"),
+)
+raises(
+    0, "noisy_gradient", "grad_fn=None", lambda: hd.noisy_gradient(None, 0.1, 0), word("grad_fn")
+)
+valid(
+    0,
+    "noisy_gradient",
+    "rel=0-is-exact",
+    lambda: hd.noisy_gradient(al.attention_loss_grad, 0.0, 0)(X, A1, A2, A3, Y, E),
+    lambda G: bool(np.array_equal(G, al.attention_loss_grad(X, A1, A2, A3, Y, E))),
+)
+raises(
+    0,
+    "gauss_legendre_nodes_needed",
+    "tol=0",
+    lambda: hd.gauss_legendre_nodes_needed(*_QKV, 0.0),
+    word("tol"),
+)
+raises(
+    0,
+    "gauss_legendre_nodes_needed",
+    "unreachable",
+    lambda: hd.gauss_legendre_nodes_needed(*_QKV, 1e-300, max_nodes=1),
+    "max_nodes",
+)
+valid(
+    0,
+    "gauss_legendre_nodes_needed",
+    "certified",
+    lambda: hd.gauss_legendre_nodes_needed(*_QKV, 1e-6),
+    lambda N: (
+        hd.gauss_legendre_error_bound(*_QKV, N)
+        <= 1e-6
+        < hd.gauss_legendre_error_bound(*_QKV, N - 1)
+    ),
+)
+raises(
+    0,
+    "attention_forward_backward",
+    "dO-shape",
+    lambda: al.attention_forward_backward(Q, K, V, dO[:, :2]),
+    word("dO"),
+)
+raises(
+    0,
+    "attention_forward_backward",
+    "V-rows",
+    lambda: al.attention_forward_backward(Q, K, V[:3], dO),
+    word("V"),
+)
+valid(
+    0,
+    "attention_forward_backward",
+    "matches-backward",
+    lambda: al.attention_forward_backward(Q, K, V, dO),
+    lambda r: all(
+        np.array_equal(a, b)
+        for a, b in zip(r[1:], al.attention_backward(Q, K, V, O_REF, dO, LSE_REF), strict=True)
+    ),
+)
+
 # ---- advice (points 5, 11, 12, 13) ----
 
 raises(11, "advise", "B=1e200", lambda: al.advise(1024, 64, 1e200, 1e-3, 4096), word("B"))

@@ -1,4 +1,4 @@
-"""attnlib.hardness.reductions: k-SAT → OV → attention, and planted Gap-ANN → attention."""
+"""attnlib.hardness: k-SAT → OV → attention, and planted Gap-ANN → attention."""
 
 from __future__ import annotations
 
@@ -164,8 +164,9 @@ GAP_SIZES = [8, 16, 32, 64, 128, 256]
 
 
 def gap_params(n):
-    m = 12 * int(math.log2(n))
-    return m, m // 6, 1.0
+    m, t, eps = hd.gap_ann_parameters(n)
+    assert (m, t, eps) == (12 * int(math.log2(n)), m // 6, 1.0)
+    return m, t, eps
 
 
 def test_planted_gap_ann_meets_the_promise():
@@ -329,3 +330,104 @@ def test_ov_pair_to_assignment_bad_input(call, message):
     assert hd.ov_pair_to_assignment(1, 2, 4) == (True, False, False, True)
     with pytest.raises(AttnInputError, match=message):
         call()
+
+
+# ---------------------------------------------------------------- adversarial NO instances
+@pytest.mark.parametrize("n, m", [(1, 1), (4, 6), (9, 4), (64, 18)])
+def test_adversarial_no_ov_has_every_inner_product_one(n, m):
+    A, B = hd.adversarial_no_ov(n, m)
+    assert A.shape == B.shape == (n, m) and A.dtype == B.dtype == np.bool_
+    assert (A.astype(int) @ B.astype(int).T == 1).all()
+    assert hd.brute_force_ov(A, B) is None
+    Q, K, V, thr = hd.ov_to_attention(A, B)
+    assert al.attention(Q, K, V)[:, 0].max() < thr
+
+
+@pytest.mark.parametrize("args", [(0, 3), (3, 0), (2.5, 3), (3, True)])
+def test_adversarial_no_ov_rejects_bad_sizes(args):
+    with pytest.raises(AttnInputError):
+        hd.adversarial_no_ov(*args)
+
+
+# ---------------------------------------------------------------- LSH on planted Gap-ANN
+@pytest.mark.parametrize("n", [16, 64, 256])
+def test_lsh_finds_every_planted_pair_with_few_comparisons(n):
+    m, t, eps = gap_params(n)
+    for seed in range(3):
+        A, B, planted = hd.planted_gap_ann(n, m, t, eps, planted=True, seed=seed)
+        pair, comparisons = hd.lsh_close_pair(A, B, t, seed=seed)
+        assert pair == planted
+        assert comparisons < n * n / 4 or n == 16
+
+
+def test_lsh_finds_nothing_in_a_no_instance_and_counts_its_comparisons():
+    m, t, eps = gap_params(32)
+    A, B, _ = hd.planted_gap_ann(32, m, t, eps, planted=False, seed=0)
+    pair, comparisons = hd.lsh_close_pair(A, B, t, k=2, reps=3, seed=0)
+    assert pair is None
+    # with k = 2 bits every pair lands in one of 4 buckets: about a quarter of all pairs
+    assert 3 * 32 * 32 / 8 < comparisons < 3 * 32 * 32 / 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"k": 0}, "k"), ({"k": 63}, "k"), ({"reps": 0}, "reps"), ({"seed": -1}, "seed")],
+)
+def test_lsh_rejects_bad_arguments(kwargs, match):
+    A, B, _ = hd.planted_gap_ann(8, 36, 6, 1.0, planted=True, seed=0)
+    with pytest.raises(AttnInputError, match=match):
+        hd.lsh_close_pair(A, B, 6, **kwargs)
+    with pytest.raises(AttnInputError, match="t"):
+        hd.lsh_close_pair(A, B, 0)
+    with pytest.raises(AttnInputError, match="B"):
+        hd.lsh_close_pair(A, B[:, :5], 6)
+
+
+def test_gap_ann_parameters_rejects_n_below_two():
+    for n in (1, 0, 2.0):
+        with pytest.raises(AttnInputError, match="n"):
+            hd.gap_ann_parameters(n)
+
+
+# ---------------------------------------------------------------- needed entry sizes
+def ov_cases(n, m, scale):
+    cases = [
+        (*hd.ov_to_attention(*hd.planted_ov(n, m, orthogonal=yes, seed=s)[:2], scale=scale), yes)
+        for s in range(3)
+        for yes in (True, False)
+    ]
+    return cases + [(*hd.ov_to_attention(*hd.adversarial_no_ov(n, m), scale=scale), False)]
+
+
+def test_needed_entry_factor_is_the_bisection_boundary():
+    n, m = 16, 12
+    cases = ov_cases(n, m, 1 / m)
+    c = hd.needed_entry_factor(cases, 1 / m, steps=20)
+    assert 0 < c <= 1
+
+    def decided(f):
+        return all(
+            (al.attention(Q, K, V, scale=f * f / m)[:, 0].max() >= thr) == yes
+            for Q, K, V, thr, yes in cases
+        )
+
+    assert decided(c) and not decided(c - 2.0**-19)
+    # the adversarial NO instance needs β c² ≥ about ln(4n), so c is well below 1
+    assert c < 0.95
+
+
+def test_needed_entry_factor_rejects_bad_input():
+    cases = ov_cases(8, 9, 1 / 9)
+    with pytest.raises(AttnInputError, match="instances"):
+        hd.needed_entry_factor([], 1 / 9)
+    with pytest.raises(AttnInputError, match=r"instances\[0\]"):
+        hd.needed_entry_factor([cases[0][:4]], 1 / 9)
+    with pytest.raises(AttnInputError, match="yes"):
+        hd.needed_entry_factor([(*cases[0][:4], "yes")], 1 / 9)
+    with pytest.raises(AttnInputError, match="scale"):
+        hd.needed_entry_factor(cases, 0.0)
+    with pytest.raises(AttnInputError, match="steps"):
+        hd.needed_entry_factor(cases, 1 / 9, steps=0)
+    wrong = [(*cases[0][:4], not cases[0][4])]
+    with pytest.raises(AttnInputError, match="factor 1"):
+        hd.needed_entry_factor(wrong, 1 / 9)
