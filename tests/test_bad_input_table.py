@@ -41,6 +41,7 @@ from attnlib import nbtools as nbt
 from attnlib import polymethod as pm
 from attnlib.iomodel import CapacityError, MachineError
 from attnlib.models import depth as dp
+from attnlib.plots import performance as perf
 from attnlib.polymethod.approx import peak_bytes
 
 TIME_LIMIT_S = 10.0
@@ -449,6 +450,72 @@ valid(0, "gemm_rates", "tiny", lambda: fast.gemm_rates(4, 8, repeats=2), lambda 
 raises(0, "exp_seconds", "length=0", lambda: fast.exp_seconds(0), word("length"))
 raises(0, "exp_seconds", "repeats=str", lambda: fast.exp_seconds(repeats="2"), word("repeats"))
 valid(0, "exp_seconds", "tiny", lambda: fast.exp_seconds(8, repeats=2), lambda r: len(r) == 3)
+
+# ---- chapter 10's benchmark results and figures ----
+
+BENCH_ROW = {"impl": "flash", "dtype": "float32", "n": 64, "d": 8, "threads": 1, "pass": "fwd+bwd"}
+BENCH_ROWS = [
+    {**BENCH_ROW, "status": "ok", "median_s": 2.0},
+    {**BENCH_ROW, "impl": "torch-math", "status": "ok", "median_s": 1.0},
+]
+raises(
+    0, "read_benchmark_csv", "no-schema", lambda: perf.read_benchmark_csv(__file__), word("path")
+)
+raises(
+    0, "median_seconds", "impl=jax", lambda: perf.median_seconds([], "jax", "f", 8, 8, 1), "impl"
+)
+raises(
+    0, "median_seconds", "rows=dict", lambda: perf.median_seconds({}, "flash", "f", 8, 8, 1), "rows"
+)
+valid(
+    0,
+    "median_seconds",
+    "found",
+    lambda: perf.median_seconds(BENCH_ROWS, "flash", "float32", 64, 8, 1),
+    lambda t: t == 2.0,
+)
+raises(0, "torch_seconds", "n=0", lambda: perf.torch_seconds([], "float32", 0, 8, 1), word("n"))
+valid(
+    0,
+    "torch_seconds",
+    "missing",
+    lambda: perf.torch_seconds(BENCH_ROWS, "float64", 64, 8, 1),
+    lambda t: t is None,
+)
+raises(0, "flash_vs_torch", "rows=str", lambda: perf.flash_vs_torch("rows"), word("rows"))
+valid(
+    0, "flash_vs_torch", "one", lambda: perf.flash_vs_torch(BENCH_ROWS), lambda t: t[0][-1] == 2.0
+)
+raises(0, "benchmark_times", "d=0", lambda: perf.benchmark_times(BENCH_ROWS, d=0), word("d"))
+raises(
+    0,
+    "benchmark_figure",
+    "dtype",
+    lambda: perf.benchmark_figure(BENCH_ROWS, [], dtype="float16"),
+    word("dtype"),
+)
+raises(
+    0,
+    "benchmark_figure",
+    "memory_rows",
+    lambda: perf.benchmark_figure(BENCH_ROWS, None),
+    word("memory_rows"),
+)
+raises(0, "benchmark_ratio_figure", "rows", lambda: perf.benchmark_ratio_figure(None), "rows")
+raises(
+    0,
+    "exact_over_tiled_figure",
+    "length",
+    lambda: perf.exact_over_tiled_figure([1, 2], [1], [1, 1], [1, 1], d=4),
+    word("io_ratio"),
+)
+raises(
+    0,
+    "exact_over_tiled_figure",
+    "d=0",
+    lambda: perf.exact_over_tiled_figure([1], [1], [1], [1], d=0),
+    word("d"),
+)
 
 # ---- _checks-level reals and ints everywhere (point 3, 14) ----
 
@@ -2247,8 +2314,10 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"INSTALL_COMMAND", "METHODS", "CapacityError", "MachineError", "Op"}
     not_callables |= {"ModelNotInstalledError", "GradientError", "Growth", "MethodCost"}
     not_callables |= {"BertConfig", "MODEL_PACKAGE", "gelu", "gelu_derivative"}
+    not_callables |= {"DQ_GROUPS", "GEMM_SINGLE_THREAD", "BENCH_IMPLS", "BENCH_COLORS"}
+    not_callables |= {"BENCH_LABELS"}
     missing = []
-    for module in (al, io, pm, hd, mm, adv, nbt, lg):
+    for module in (al, io, pm, hd, mm, adv, nbt, lg, fast, perf):
         for name in module.__all__:
             if name in not_callables:
                 continue
