@@ -86,8 +86,8 @@ def block_sizes(d: int, dv: int | None = None) -> tuple[int, int]:
 
     Examples
     --------
-    >>> block_sizes(64), block_sizes(128), block_sizes(512)
-    ((64, 64), (32, 64), (16, 32))
+    >>> block_sizes(64), block_sizes(128)
+    ((64, 64), (32, 64))
     """
     d = check_int("d", d)
     w = max(d, d if dv is None else check_int("dv", dv))

@@ -35,7 +35,7 @@ Peak memory is measured in a fresh subprocess per configuration: the peak reside
 one forward+backward (Linux's VmHWM, reset just before the run; ``ru_maxrss`` where /proc is
 missing, which Linux carries over from the parent process, so it can only over-estimate) minus
 the resident size just before it (inputs allocated, kernels loaded, BLAS buffers warmed up), and
-tracemalloc's peak (which sees numpy's allocations but not torch's or numba's scratch).
+tracemalloc's peak (which sees numpy's and numba's allocations but not torch's).
 
 Results go to ``benchmarks/results/``: ``attention_time.csv``, ``attention_memory.csv``,
 ``machine.csv`` (their columns and types in ``schema.json``, see :mod:`benchmarks.schema`),
