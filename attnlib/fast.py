@@ -314,6 +314,14 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
     AttnInputError
         for invalid inputs (the messages of the exact core), or when a logit τ·q_i·k_j
         overflows the dtype.
+
+    Examples
+    --------
+    >>> import attnlib as al
+    >>> Q, K, V = (np.random.default_rng(0).standard_normal((70, 8)) for _ in range(3))
+    >>> O, lse = flash_forward(Q, K, V, causal=True)
+    >>> bool(np.allclose(O, al.attention(Q, K, V, is_causal=True), rtol=1e-12, atol=1e-14))
+    True
     """
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
@@ -357,6 +365,16 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     AttnInputError
         for invalid inputs (the messages of the exact core), or when a logit τ·q_i·k_j
         overflows the dtype.
+
+    Examples
+    --------
+    >>> import attnlib as al
+    >>> Q, K, V, dO = (np.random.default_rng(0).standard_normal((70, 8)) for _ in range(4))
+    >>> O, lse = flash_forward(Q, K, V)
+    >>> grads = flash_backward(Q, K, V, O, dO, lse)
+    >>> exact = al.attention_backward(Q, K, V, O, dO, lse)
+    >>> all(np.allclose(g, e, rtol=1e-10, atol=1e-12) for g, e in zip(grads, exact))
+    True
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
