@@ -363,17 +363,16 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     Raises
     ------
     AttnInputError
-        for invalid inputs (the messages of the exact core), or when a logit τ·q_i·k_j
-        overflows the dtype.
+        as :func:`flash_forward`, and when O, dO or lse does not match Q and V.
 
     Examples
     --------
-    >>> import attnlib as al
-    >>> Q, K, V, dO = (np.random.default_rng(0).standard_normal((70, 8)) for _ in range(4))
+    >>> from attnlib import attention_backward
+    >>> rng = np.random.default_rng(1)
+    >>> Q, K, V, dO = (rng.standard_normal((70, 8)) for _ in range(4))
     >>> O, lse = flash_forward(Q, K, V)
-    >>> grads = flash_backward(Q, K, V, O, dO, lse)
-    >>> exact = al.attention_backward(Q, K, V, O, dO, lse)
-    >>> all(np.allclose(g, e, rtol=1e-10, atol=1e-12) for g, e in zip(grads, exact))
+    >>> pairs = zip(flash_backward(Q, K, V, O, dO, lse), attention_backward(Q, K, V, O, dO, lse))
+    >>> all(np.allclose(ours, exact, rtol=1e-10, atol=1e-12) for ours, exact in pairs)
     True
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
