@@ -16,10 +16,10 @@ __all__ = [
     "DEGREE_MARGIN",
 ]
 
-#: Key-block groups of the compiled fused backward pass (:func:`attnlib.flash_backward`).
-#: Each group keeps its own float64 copy of dQ (DQ_GROUPS·n·d words), and the copies are added
-#: in a fixed order, so the result does not depend on the number of threads. It also caps the
-#: backward's parallelism at DQ_GROUPS.
+#: Key-block groups of the compiled backward pass (:func:`attnlib.flash_backward`). Every
+#: group but the first keeps its own copy of dQ in the inputs' dtype ((DQ_GROUPS - 1)·n·d
+#: numbers), and the copies are added in a fixed order, so the result does not depend on the
+#: number of threads. It also caps the backward's parallelism at DQ_GROUPS.
 DQ_GROUPS = 4
 
 #: A logit range R is rounded up to the grid 2^(k/RANGE_STEPS_PER_OCTAVE) before a polynomial

@@ -33,6 +33,7 @@ import pytest
 
 import attnlib as al
 from attnlib import advice as adv
+from attnlib import fast
 from attnlib import hardness as hd
 from attnlib import iomodel as io
 from attnlib import logits as lg
@@ -43,6 +44,7 @@ from attnlib.iomodel import CapacityError, MachineError
 from attnlib.iomodel import hierarchy as hy
 from attnlib.iomodel import roofline as rf
 from attnlib.models import depth as dp
+from attnlib.plots import performance as perf
 from attnlib.polymethod.approx import peak_bytes
 
 TIME_LIMIT_S = 10.0
@@ -371,6 +373,146 @@ raises(
     "scale=10**400",
     lambda: al.flash_backward(Q, K, V, O_REF, dO, LSE_REF, scale=10**400),
     word("scale"),
+)
+
+# ---- the compiled kernels' sizes, costs and probes ----
+
+raises(0, "block_sizes", "d=0", lambda: fast.block_sizes(0), word("d"))
+raises(0, "block_sizes", "dv=str", lambda: fast.block_sizes(4, "8"), word("dv"))
+valid(0, "block_sizes", "d=64", lambda: fast.block_sizes(64), lambda r: r == (64, 64))
+raises(0, "dq_groups", "m=0", lambda: fast.dq_groups(0, 4), word("m"))
+raises(0, "dq_groups", "d=float", lambda: fast.dq_groups(8, 4.0), word("d"))
+valid(0, "dq_groups", "one block", lambda: fast.dq_groups(5, 4), lambda g: g == 1)
+raises(0, "extra_memory_bytes", "n=True", lambda: fast.extra_memory_bytes(True, 4, 4), word("n"))
+raises(
+    0,
+    "extra_memory_bytes",
+    "dtype=float16",
+    lambda: fast.extra_memory_bytes(4, 4, 4, dtype="float16"),
+    word("dtype"),
+)
+valid(0, "extra_memory_bytes", "tiny", lambda: fast.extra_memory_bytes(1, 1, 1), lambda b: b > 0)
+raises(0, "flop_count", "n=0", lambda: fast.flop_count(0, 4, 4), word("n"))
+raises(0, "flop_count", "path=numpy", lambda: fast.flop_count(4, 4, 4, path="numpy"), word("path"))
+valid(
+    0,
+    "flop_count",
+    "exact",
+    lambda: fast.flop_count(1, 1, 1, path="exact"),
+    lambda f: f["forward"] == 4,
+)
+raises(
+    0,
+    "check_logits_finite",
+    "K=widths",
+    lambda: fast.check_logits_finite(Q, K[:, :2], 1.0),
+    word("K"),
+)
+raises(
+    0,
+    "check_logits_finite",
+    "scale=nan",
+    lambda: fast.check_logits_finite(Q, K, math.nan),
+    word("scale"),
+)
+raises(
+    2,
+    "check_logits_finite",
+    "overflow",
+    lambda: fast.check_logits_finite(Q * 1e200, K * 1e200, 1.0),
+    "overflow",
+)
+valid(
+    0, "check_logits_finite", "ok", lambda: fast.check_logits_finite(Q, K, 1.0), lambda r: r is None
+)
+raises(
+    0,
+    "forward_backward",
+    "kernels=torch",
+    lambda: fast.forward_backward(Q, K, V, dO, kernels="torch"),
+    word("kernels"),
+)
+raises(
+    0, "forward_backward", "dO=shape", lambda: fast.forward_backward(Q, K, V, dO[:2]), word("dO")
+)
+valid(
+    0,
+    "forward_backward",
+    "exact",
+    lambda: fast.forward_backward(Q, K, V, dO, kernels="exact"),
+    lambda r: len(r) == 5 and finite(r),
+)
+raises(0, "gemm_rates", "tile=0", lambda: fast.gemm_rates(0), word("tile"))
+raises(0, "gemm_rates", "dtype=float16", lambda: fast.gemm_rates(dtype="float16"), word("dtype"))
+valid(0, "gemm_rates", "tiny", lambda: fast.gemm_rates(4, 8, repeats=2), lambda r: min(r) > 0)
+raises(0, "exp_seconds", "length=0", lambda: fast.exp_seconds(0), word("length"))
+raises(0, "exp_seconds", "repeats=str", lambda: fast.exp_seconds(repeats="2"), word("repeats"))
+valid(0, "exp_seconds", "tiny", lambda: fast.exp_seconds(8, repeats=2), lambda r: len(r) == 3)
+
+# ---- chapter 10's benchmark results and figures ----
+
+BENCH_ROW = {"impl": "flash", "dtype": "float32", "n": 64, "d": 8, "threads": 1, "pass": "fwd+bwd"}
+BENCH_ROWS = [
+    {**BENCH_ROW, "status": "ok", "median_s": 2.0},
+    {**BENCH_ROW, "impl": "torch-math", "status": "ok", "median_s": 1.0},
+]
+raises(
+    0, "read_benchmark_csv", "no-schema", lambda: perf.read_benchmark_csv(__file__), word("path")
+)
+raises(
+    0, "median_seconds", "impl=jax", lambda: perf.median_seconds([], "jax", "f", 8, 8, 1), "impl"
+)
+raises(
+    0, "median_seconds", "rows=dict", lambda: perf.median_seconds({}, "flash", "f", 8, 8, 1), "rows"
+)
+valid(
+    0,
+    "median_seconds",
+    "found",
+    lambda: perf.median_seconds(BENCH_ROWS, "flash", "float32", 64, 8, 1),
+    lambda t: t == 2.0,
+)
+raises(0, "torch_seconds", "n=0", lambda: perf.torch_seconds([], "float32", 0, 8, 1), word("n"))
+valid(
+    0,
+    "torch_seconds",
+    "missing",
+    lambda: perf.torch_seconds(BENCH_ROWS, "float64", 64, 8, 1),
+    lambda t: t is None,
+)
+raises(0, "flash_vs_torch", "rows=str", lambda: perf.flash_vs_torch("rows"), word("rows"))
+valid(
+    0, "flash_vs_torch", "one", lambda: perf.flash_vs_torch(BENCH_ROWS), lambda t: t[0][-1] == 2.0
+)
+raises(0, "benchmark_times", "d=0", lambda: perf.benchmark_times(BENCH_ROWS, d=0), word("d"))
+raises(
+    0,
+    "benchmark_figure",
+    "dtype",
+    lambda: perf.benchmark_figure(BENCH_ROWS, [], dtype="float16"),
+    word("dtype"),
+)
+raises(
+    0,
+    "benchmark_figure",
+    "memory_rows",
+    lambda: perf.benchmark_figure(BENCH_ROWS, None),
+    word("memory_rows"),
+)
+raises(0, "benchmark_ratio_figure", "rows", lambda: perf.benchmark_ratio_figure(None), "rows")
+raises(
+    0,
+    "exact_over_tiled_figure",
+    "length",
+    lambda: perf.exact_over_tiled_figure([1, 2], [1], [1, 1], [1, 1], d=4),
+    word("io_ratio"),
+)
+raises(
+    0,
+    "exact_over_tiled_figure",
+    "d=0",
+    lambda: perf.exact_over_tiled_figure([1], [1], [1], [1], d=0),
+    word("d"),
 )
 
 # ---- _checks-level reals and ints everywhere (point 3, 14) ----
@@ -2640,8 +2782,10 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"BertConfig", "MODEL_PACKAGE", "gelu", "gelu_derivative"}
     not_callables |= {"WORD_BYTES", "A100_SXM_80GB", "H100_SXM5", "MI300X", "GPUS"}
     not_callables |= {"RooflinePoint", "ThreeLevelCount", "L2Absorption"}
+    not_callables |= {"DQ_GROUPS", "GEMM_SINGLE_THREAD", "BENCH_IMPLS", "BENCH_COLORS"}
+    not_callables |= {"BENCH_LABELS"}
     missing = []
-    for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy):
+    for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy, fast, perf):
         for name in module.__all__:
             if name in not_callables:
                 continue
@@ -2736,9 +2880,6 @@ def test_guard_estimates_bound_measured_peaks(time_limit):
 # ---- points 1, 2 (compiled side) and 17: the compiled kernels ----
 
 
-KERNELS = ("_run_forward", "_run_fused", "_run_two_pass", "_rowdot")
-
-
 def test_compiled_kernel_overflow_contract():
     """flash_forward/flash_backward follow the exact path's overflow contract, give the
     representable answer for V of 1e308, and dispatch read-only inputs without compiling.
@@ -2770,14 +2911,14 @@ def test_compiled_kernel_overflow_contract():
     # point 17: read-only inputs reuse the signatures compiled for writable ones
     al.flash_forward(Q, K, V)
     al.flash_backward(Q, K, V, O_REF, dO, LSE_REF)
-    before = {name: len(getattr(fast, name).signatures) for name in KERNELS}
+    before = {kernel: len(kernel.signatures) for kernel in fast.KERNELS}
     frozen = [a.copy() for a in (Q, K, V, O_REF, dO, LSE_REF)]
     for a in frozen:
         a.flags.writeable = False
     start = time.perf_counter()
     Of, lf = al.flash_forward(*frozen[:3])
     al.flash_backward(*frozen)
-    after = {name: len(getattr(fast, name).signatures) for name in KERNELS}
+    after = {kernel: len(kernel.signatures) for kernel in fast.KERNELS}
     assert after == before, "read-only inputs compiled new kernel signatures"
     assert time.perf_counter() - start < 5
     np.testing.assert_allclose(Of, O_REF, rtol=1e-12)

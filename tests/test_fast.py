@@ -16,6 +16,8 @@ from helpers import random_qkv, rel_err
 
 import attnlib as al
 from attnlib import AttnInputError, fast
+from attnlib import nbtools as nbt
+from attnlib._exp import _exp
 
 
 def keep_mask(n, m, mask=None, causal=False):
@@ -82,10 +84,32 @@ def test_custom_scale_and_as24_scale(rng):
 
 def test_block_sizes_keep_gemm_tiles_single_threaded():
     for d, dv in [(1, 1), (3, 5), (32, 32), (64, 64), (128, 128), (100, 17), (512, 512)]:
-        br, bc = fast._block_sizes(d, dv)
-        assert br * bc * max(d, dv) <= fast._GEMM_SINGLE_THREAD
+        br, bc = fast.block_sizes(d, dv)
+        assert br * bc * max(d, dv) <= fast.GEMM_SINGLE_THREAD
         assert br >= 16 and bc >= 16
-    assert fast._block_sizes(64, 64) == (64, 64)
+    assert fast.block_sizes(64, 64) == fast.block_sizes(64) == (64, 64)
+
+
+def test_dq_groups_and_the_extra_memory_formula(rng):
+    """G = min(DQ_GROUPS, key blocks), and the proposition's arrays bound what flash_forward
+    and flash_backward allocate through numpy (tracemalloc sees no per-thread scratch)."""
+    bc = fast.block_sizes(16)[1]
+    assert [fast.dq_groups(m, 16) for m in (1, bc, bc + 1, 3 * bc, 100 * bc)] == [
+        1,
+        1,
+        2,
+        3,
+        fast.DQ_GROUPS,
+    ]
+    # the slack: per-thread tiles, and the float64 blocks of the overflow check (1 MiB at most)
+    for n, m, d, dv in [(4096, 3000, 32, 16), (4096, 40, 32, 32)]:
+        Q, K, V = random_qkv(rng, n, m, d, dv, dtype=np.float32)
+        dO = rng.standard_normal((n, dv)).astype(np.float32)
+        fast.forward_backward(Q, K, V, dO)  # compiles outside the measurement
+        peak = nbt.traced_peak_bytes(fast.forward_backward, Q, K, V, dO)
+        formula = fast.extra_memory_bytes(n, m, d, dv)
+        assert formula <= peak <= 1.1 * formula + 2**20
+    assert fast.extra_memory_bytes(10, 10, 2, dtype="float64") == 8 * (10 * 3 + 20 + 80) + 80
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
@@ -189,7 +213,7 @@ def test_exp_without_libm_is_accurate(dtype, tol):
 
     @numba.njit
     def run(x, out, scratch):
-        fast._exp(x, out, scratch)
+        _exp(x, out, scratch)
 
     run(x, out, np.empty_like(x))
     ref = np.exp(x.astype(np.float64))
@@ -284,9 +308,9 @@ def test_bad_backward_inputs_are_refused_exactly_like_exact(qkv, arg, make, mess
 
 @pytest.mark.parametrize("causal", [1, "yes", None, np.array([True])])
 def test_causal_must_be_a_bool(qkv, causal):
-    with pytest.raises(AttnInputError, match=r"causal must be True or False, got"):
+    with pytest.raises(AttnInputError, match=r"causal must be a bool \(True or False\), got"):
         al.flash_forward(qkv["Q"], qkv["K"], qkv["V"], causal=causal)
-    with pytest.raises(AttnInputError, match=r"causal must be True or False, got"):
+    with pytest.raises(AttnInputError, match=r"causal must be a bool \(True or False\), got"):
         al.flash_backward(*(qkv[k] for k in ("Q", "K", "V", "O", "dO", "lse")), causal=causal)
 
 
@@ -384,7 +408,7 @@ def test_one_compiled_version_per_dtype_for_every_layout(rng):
         return y
 
     layouts = [lambda x: x, read_only, np.asfortranarray, lambda x: x[::-1].copy()[::-1]]
-    for m in (90, 40):  # several key blocks (the fused backward) and one (two passes)
+    for m in (90, 40):  # several key blocks and one
         Q, K, V = random_qkv(rng, n, m, d)
         dO = rng.standard_normal((n, d))
         mask = rng.random((n, m)) < 0.8
@@ -396,7 +420,8 @@ def test_one_compiled_version_per_dtype_for_every_layout(rng):
                 al.flash_backward(q, k, v, O, do, lse, mask=msk, causal=causal)
     assert any(layout(Q).strides[0] < 0 for layout in layouts)
     for kernel in fast.KERNELS:
-        float64 = [sig for sig in kernel.signatures if sig[0].dtype == numba.float64]
+        # the first argument is the tile arguments (attnlib._tiles.Scores), Q first
+        float64 = [sig for sig in kernel.signatures if sig[0].types[0].dtype == numba.float64]
         assert len(float64) == 1, (kernel, float64)
 
 
@@ -410,14 +435,10 @@ def test_flop_count_of_each_path():
     tiled = fast.flop_count(n, m, d)
     assert tiled["backward"] == exact["backward"]  # the same five products, tile by tile
     assert tiled["forward"] - exact["forward"] == 2 * n * m  # the row sums by gemv
-    # one key block: the two-pass backward recomputes S and dP
-    bc = fast._block_sizes(d, d)[1]
-    one = fast.flop_count(n, bc, d)
-    assert one["backward"] == fast.flop_count(n, bc, d, path="exact")["backward"] + 4 * n * bc * d
     assert fast.flop_count(n, m, d, 16)["backward"] == 2 * n * m * (3 * d + 2 * 16)
     for bad, message in [
         (dict(n=0), r"n must be an integer >= 1"),
-        (dict(path="numpy"), r"path must be 'exact' or 'tiled'"),
+        (dict(path="numpy"), r"path must be one of \('exact', 'tiled'\)"),
     ]:
         with pytest.raises(AttnInputError, match=message):
             fast.flop_count(**{"n": 4, "m": 4, "d": 2, **bad})
@@ -432,3 +453,47 @@ def test_flash_attention_loss_grad_equals_the_closed_form():
     G = al.flash_attention_loss_grad(X, A1, A2, A3, Y, E)
     G_ref = al.attention_loss_grad(X, A1, A2, A3, Y, E)
     assert np.abs(G - G_ref).max() <= 1e-12 * np.abs(G_ref).max()
+
+
+def test_forward_backward_runs_either_kernels(rng):
+    Q, K, V = random_qkv(rng, 90, 70, 8, 5)
+    dO = rng.standard_normal((90, 5))
+    mask = rng.random((90, 70)) < 0.7
+    flash = fast.forward_backward(Q, K, V, dO, mask=mask, scale=0.3)
+    exact = fast.forward_backward(Q, K, V, dO, mask=mask, scale=0.3, kernels="exact")
+    assert len(flash) == len(exact) == 5
+    for a, b in zip(flash, exact, strict=True):
+        assert rel_err(a, b) <= 1e-10
+    causal = fast.forward_backward(Q, K, V, dO, causal=True)
+    O_ref, _ = al.attention_forward(Q, K, V, is_causal=True)
+    assert rel_err(causal[0], O_ref) <= 1e-10
+    with pytest.raises(AttnInputError, match=r"kernels must be one of \('flash', 'exact'\)"):
+        fast.forward_backward(Q, K, V, dO, kernels="torch")
+
+
+def test_check_logits_finite_validates_its_arguments():
+    Q = np.ones((3, 4))
+    for args, message in [
+        ((Q[0], Q, 1.0), r"Q must be 2-dimensional"),
+        ((Q, Q[:, :2], 1.0), r"K must have d=4 columns like Q, got 2"),
+        ((Q, Q, 0.0), r"scale must be a positive finite real number"),
+    ]:
+        with pytest.raises(AttnInputError, match=message):
+            fast.check_logits_finite(*args)
+    with pytest.raises(AttnInputError, match=OVERFLOW.format("float32")):
+        fast.check_logits_finite(Q.astype(np.float32) * 1e19, Q.astype(np.float32) * 1e19, 1.0)
+
+
+def test_timing_probes_return_rates_and_seconds():
+    tile_rate, large_rate = fast.gemm_rates(8, 32, repeats=10)
+    assert tile_rate > 0 and large_rate > 0 and math.isfinite(tile_rate + large_rate)
+    per_element = fast.exp_seconds(64, repeats=5)
+    assert set(per_element) == {"attnlib", "numpy", "libm"}
+    assert all(0 < t < 1e-3 for t in per_element.values())
+    for call, message in [
+        (lambda: fast.gemm_rates(0), r"tile must be an integer >= 1"),
+        (lambda: fast.gemm_rates(dtype="float16"), r"dtype must be one of"),
+        (lambda: fast.exp_seconds(repeats=0), r"repeats must be an integer >= 1"),
+    ]:
+        with pytest.raises(AttnInputError, match=message):
+            call()

@@ -1,19 +1,35 @@
-"""Figures of Chapter 10, the compiled kernels measured against their peers."""
+"""Chapter 10's figures, and the benchmark results they are drawn from.
+
+``python -m benchmarks.attention`` writes CSV files and, next to them, ``schema.json``: each
+file's columns and their types. :func:`read_benchmark_csv` parses every column by that type;
+:func:`median_seconds`, :func:`torch_seconds` and :func:`flash_vs_torch` look rows up by name.
+"""
 
 from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+
+from .._checks import AttnInputError, as_real_array, check_choice, check_int
+from . import add_takeaway
 
 __all__ = [
     "BENCH_IMPLS",
     "BENCH_COLORS",
     "BENCH_LABELS",
     "read_benchmark_csv",
+    "median_seconds",
+    "torch_seconds",
+    "flash_vs_torch",
     "benchmark_times",
     "benchmark_figure",
     "benchmark_ratio_figure",
+    "exact_over_tiled_figure",
 ]
 
 
@@ -30,33 +46,128 @@ BENCH_LABELS = {
     "torch-math": "torch SDPA, math backend",
     "numpy": "attnlib exact (numpy)",
 }
+_TIMED = (*BENCH_IMPLS, "gemm")  # the matmul limit: one gemm of the same flops
+_TORCH = ("torch-flash", "torch-math")
+_PARSERS = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": lambda v: {"True": True, "False": False}[v],
+}
 
 
 def read_benchmark_csv(path) -> list[dict]:
-    """Rows of a ``benchmarks/results`` CSV, with integer and float columns parsed."""
-    import csv
-    from pathlib import Path
+    """The rows of a CSV file written by ``python -m benchmarks.attention``, as dicts.
 
-    ints = {"n", "d", "threads", "repeats"}
+    Each column is parsed by the type that ``schema.json``, in the same folder, names for it
+    (str, int, float or bool); an empty cell is None.
+
+    Raises
+    ------
+    AttnInputError
+        if the file or its schema is missing, the schema does not list the file, a column is
+        not in the schema, or a value does not parse as its column's type.
+    """
+    path = Path(path)
+    schema_path = path.parent / "schema.json"
+    if not path.is_file() or not schema_path.is_file():
+        raise AttnInputError(f"path must be a benchmark CSV with schema.json next to it: {path}")
+    schema = json.loads(schema_path.read_text())
+    if path.name not in schema:
+        raise AttnInputError(f"path must be one of the files of {schema_path}, got {path.name}")
+    types = schema[path.name]
     rows = []
-    with Path(path).open(newline="") as f:
-        for row in csv.DictReader(f):
-            for k, v in row.items():
-                if v in ("", None):
-                    continue
-                if k in ints:
-                    row[k] = int(v)
-                elif k.endswith(("_s", "_bytes", "_qkvodo")) or k == "load1":
-                    row[k] = float(v)
-            rows.append(row)
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        unknown = [c for c in reader.fieldnames or [] if c not in types]
+        if unknown:
+            raise AttnInputError(f"{path.name} has columns not in {schema_path}: {unknown}")
+        for line, row in enumerate(reader, start=2):
+            try:
+                rows.append({k: None if v == "" else _PARSERS[types[k]](v) for k, v in row.items()})
+            except (KeyError, ValueError) as exc:
+                raise AttnInputError(f"{path.name}, line {line}: a value is not its type") from exc
     return rows
 
 
+def _check_rows(name: str, rows) -> list:
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) for r in rows):
+        raise AttnInputError(f"{name} must be a list of rows (dicts) of read_benchmark_csv")
+    return list(rows)
+
+
+def median_seconds(rows, impl, dtype, n, d, threads, pass_name="fwd+bwd") -> float | None:
+    """The median time of ``impl`` on one shape in the rows of ``attention_time.csv``, None if
+    that row is missing or was not measured (``status`` other than "ok").
+
+    Raises
+    ------
+    AttnInputError
+        if ``rows`` is not a list of dicts, ``impl`` is not a timed implementation, or a size
+        is not a positive integer.
+    """
+    rows = _check_rows("rows", rows)
+    check_choice("impl", impl, _TIMED)
+    key = (impl, dtype, check_int("n", n), check_int("d", d), check_int("threads", threads))
+    for r in rows:
+        if (r["impl"], r["dtype"], r["n"], r["d"], r["threads"]) == key and (
+            r["pass"] == pass_name and r["status"] == "ok"
+        ):
+            return r["median_s"]
+    return None
+
+
+def torch_seconds(rows, dtype, n, d, threads, pass_name="fwd+bwd") -> float | None:
+    """The time of the faster of PyTorch's two CPU backends (flash and math) on one shape, in
+    the same run; None if neither was measured.
+
+    Raises
+    ------
+    AttnInputError
+        as :func:`median_seconds`.
+    """
+    times = [median_seconds(rows, p, dtype, n, d, threads, pass_name) for p in _TORCH]
+    return min((t for t in times if t), default=None)
+
+
+def flash_vs_torch(rows) -> list[tuple]:
+    """(dtype, n, d, threads, flash_* seconds, PyTorch seconds, ratio) for every shape of the
+    forward+backward sweep where both were measured, sorted by dtype, d, threads and n; the
+    PyTorch time is :func:`torch_seconds`, and a ratio below 1 means attnlib is faster.
+
+    Raises
+    ------
+    AttnInputError
+        if ``rows`` is not a list of dicts.
+    """
+    rows = _check_rows("rows", rows)
+    shapes = {
+        (r["dtype"], r["d"], r["threads"], r["n"])
+        for r in rows
+        if r["impl"] == "flash" and r["status"] == "ok" and r["pass"] == "fwd+bwd"
+    }
+    table = []
+    for dtype, d, threads, n in sorted(shapes):
+        ours = median_seconds(rows, "flash", dtype, n, d, threads)
+        theirs = torch_seconds(rows, dtype, n, d, threads)
+        if theirs:
+            table.append((dtype, n, d, threads, ours, theirs, ours / theirs))
+    return table
+
+
 def benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict:
-    """{(impl, threads): (ns, median seconds)} from the rows of attention_time.csv."""
+    """{(impl, threads): (ns, median seconds)} from the rows of attention_time.csv.
+
+    Raises
+    ------
+    AttnInputError
+        if ``rows`` is not a list of dicts or ``d`` is not a positive integer.
+    """
+    rows = _check_rows("rows", rows)
+    d = check_int("d", d)
     out: dict = {}
     for r in rows:
-        if r.get("status") != "ok" or r["dtype"] != dtype or r["d"] != d:
+        if r["status"] != "ok" or r["dtype"] != dtype or r["d"] != d:
             continue
         if r["pass"] != pass_name:
             continue
@@ -64,12 +175,32 @@ def benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict
     return {k: tuple(np.array(v).T) for k, v in ((k, sorted(v)) for k, v in out.items())}
 
 
-def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64):
-    """Three panels from the benchmark CSVs: time of forward+backward against n, the ratio of
-    attnlib.flash_* to each peer, and the extra memory of one forward+backward.
+def _ratio_axes(ax, ylabel=None) -> None:
+    """A log-log ratio panel against n: the line at 1, plain-number ticks, the labels."""
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("sequence length n")
+    if ylabel:
+        ax.set_ylabel(ylabel)
 
-    Solid lines use every core, dashed lines one thread.
+
+def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64, takeaway=None):
+    """Chapter 10's three panels from the benchmark CSVs: time of forward+backward against n,
+    the ratio of attnlib.flash_* to each peer, and the extra memory of one forward+backward.
+
+    Solid lines use every core, dashed lines one thread. ``takeaway`` is the figure's one-line
+    message, written under it.
+
+    Raises
+    ------
+    AttnInputError
+        if the rows are not lists of dicts, ``dtype`` is not "float32" or "float64", or ``d``
+        is not a positive integer.
     """
+    memory_rows = _check_rows("memory_rows", memory_rows)
+    check_choice("dtype", dtype, ("float32", "float64"))
     fig, axes = plt.subplots(1, 3, figsize=(14.5, 4.3))
     times = benchmark_times(time_rows, dtype=dtype, d=d)
     threads = sorted({t for _, t in times})
@@ -102,20 +233,9 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64):
             if not common:
                 continue
             ratio = [fsecs[list(fns).index(n)] / psecs[list(pns).index(n)] for n in common]
-            ax.plot(
-                common,
-                ratio,
-                style[t],
-                marker="o",
-                color=BENCH_COLORS[peer],
-                label=f"÷ {BENCH_LABELS[peer]}, {t} thr.",
-            )
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length n")
-    ax.set_ylabel("time of flash_* ÷ time of peer")
-    ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            label = f"÷ {BENCH_LABELS[peer]}, {t} thr."
+            ax.plot(common, ratio, style[t], marker="o", color=BENCH_COLORS[peer], label=label)
+    _ratio_axes(ax, "time of flash_* ÷ time of peer")
     ax.yaxis.set_minor_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_title("Ratio (< 1: attnlib is faster)")
     ax.legend(fontsize=7)
@@ -123,7 +243,7 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64):
     ax = axes[2]
     mem: dict = {}
     for r in memory_rows:
-        if r.get("status") == "ok" and r["dtype"] == dtype:
+        if r["status"] == "ok" and r["dtype"] == dtype:
             mem.setdefault(r["impl"], []).append((r["n"], r["rss_extra_bytes"], r["qkvodo_bytes"]))
     budget = {}
     for impl in BENCH_IMPLS:
@@ -131,13 +251,8 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64):
             continue
         pts = sorted(mem[impl])
         ns = [p[0] for p in pts]
-        ax.loglog(
-            ns,
-            [max(p[1], 1.0) / 2**20 for p in pts],
-            marker="o",
-            color=BENCH_COLORS[impl],
-            label=BENCH_LABELS[impl],
-        )
+        extra = [max(p[1], 1.0) / 2**20 for p in pts]
+        ax.loglog(ns, extra, marker="o", color=BENCH_COLORS[impl], label=BENCH_LABELS[impl])
         budget.update({p[0]: 2 * p[2] / 2**20 for p in pts})
     if budget:
         bn = sorted(budget)
@@ -147,51 +262,80 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64):
     ax.set_ylabel("extra peak memory (MiB, RSS)")
     ax.set_title(f"Memory of forward + backward, {dtype}, d = {d}")
     ax.legend(fontsize=7)
+    if takeaway:
+        add_takeaway(fig, takeaway)
     return fig
 
 
-def benchmark_ratio_figure(time_rows):
-    """One panel per head dimension d: forward+backward time of attnlib.flash_* divided by
-    that of the faster PyTorch backend (flash or math) on the same shape, in the same run,
-    against n; one line per dtype and thread count. Below 1, attnlib is faster."""
-    med = {
-        (r["impl"], r["dtype"], r["n"], r["d"], r["threads"]): r["median_s"]
-        for r in time_rows
-        if r.get("status") == "ok" and r["pass"] == "fwd+bwd"
-    }
-    ds = sorted({k[3] for k in med if k[0] == "flash"})
+def benchmark_ratio_figure(time_rows, *, takeaway=None):
+    """Chapter 10's ratio panels, one per head dimension d: forward+backward time of
+    attnlib.flash_* divided by that of the faster PyTorch backend (:func:`torch_seconds`) on
+    the same shape, in the same run, against n; one line per dtype and thread count. Below 1,
+    attnlib is faster. ``takeaway`` is written under the figure.
+
+    Raises
+    ------
+    AttnInputError
+        if ``time_rows`` is not a list of dicts.
+    """
+    table = flash_vs_torch(time_rows)
+    ds = sorted({r["d"] for r in time_rows if r["impl"] == "flash"}) or [None]
     fig, axes = plt.subplots(1, len(ds), figsize=(4.6 * len(ds), 4.0), sharey=True, squeeze=False)
     colors = {"float32": "#1f77b4", "float64": "#9467bd"}
-    threads_all = max((k[4] for k in med), default=1)
+    threads = sorted({row[3] for row in table})
     for ax, d in zip(axes[0], ds, strict=True):
         for dtype in ("float32", "float64"):
-            for t in sorted({k[4] for k in med}):
-                pts = []
-                for (impl, dt, n, dd, tt), secs in sorted(med.items()):
-                    if (impl, dt, dd, tt) != ("flash", dtype, d, t):
-                        continue
-                    peers = [med.get((p, dt, n, dd, tt)) for p in ("torch-flash", "torch-math")]
-                    peers = [p for p in peers if p]
-                    if peers:
-                        pts.append((n, secs / min(peers)))
+            for t in threads:
+                pts = [(n, r) for dt, n, dd, tt, _, _, r in table if (dt, dd, tt) == (dtype, d, t)]
                 if pts:
                     ns, ratio = zip(*pts, strict=True)
-                    ax.plot(
-                        ns,
-                        ratio,
-                        "-" if t == threads_all else "--",
-                        marker="o",
-                        color=colors[dtype],
-                        label=f"{dtype}, {t} thr.",
-                    )
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+                    style = "-" if t == max(threads) else "--"
+                    label = f"{dtype}, {t} thr."
+                    ax.plot(ns, ratio, style, marker="o", color=colors[dtype], label=label)
+        _ratio_axes(ax)
         ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
-        ax.set_xlabel("sequence length n")
-        ax.set_title(f"d = {d}")
-        ax.legend(fontsize=7)
+        ax.set_title(f"d = {d}" if d else "no flash_* rows")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     axes[0][0].set_ylabel("time of flash_* ÷ faster PyTorch backend")
     fig.suptitle("Forward + backward against PyTorch's faster CPU backend (< 1: attnlib faster)")
+    if takeaway:
+        add_takeaway(fig, takeaway)
+    return fig
+
+
+def exact_over_tiled_figure(ns, io_ratio, time_ratio, flop_ratio, *, d, takeaway=None):
+    """Chapter 10.4's comparison of the exact and the tiled path, against n (at head dimension
+    ``d``): three ratios exact ÷ tiled, of the words moved on the book's I/O model, of the
+    measured time, and of the flops of the matrix products. All are sequences as long as
+    ``ns`` of positive numbers; ``takeaway`` is written under the figure.
+
+    Raises
+    ------
+    AttnInputError
+        if a sequence is not positive, finite and as long as ``ns``, or ``d`` is not a
+        positive integer.
+    """
+    ns = as_real_array("ns", ns)
+    d = check_int("d", d)
+    series = {
+        "words moved (book's I/O model)": io_ratio,
+        "measured time (1 thread, float32)": time_ratio,
+        "flops of the products (fast.flop_count)": flop_ratio,
+    }
+    fig, ax = plt.subplots()
+    names = ("io_ratio", "time_ratio", "flop_ratio")
+    for (label, values), name in zip(series.items(), names, strict=True):
+        values = as_real_array(name, values)
+        if values.shape != ns.shape or (values <= 0).any() or (ns <= 0).any():
+            raise AttnInputError(f"{name} must hold a positive number for every n of ns")
+        ax.loglog(ns, values, "o-", label=label)
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(f"sequence length n (d = {d})")
+    ax.set_ylabel("exact path ÷ tiled path")
+    ax.set_title("Exact ÷ tiled: the same flops, far fewer words, and a time ratio in between")
+    ax.legend()
+    if takeaway:
+        add_takeaway(fig, takeaway)
     return fig

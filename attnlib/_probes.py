@@ -1,0 +1,96 @@
+"""Timing probes for the two ingredients of a tile of the compiled kernels, on the machine at
+hand: a small gemm tile product against one large product, and an exponential per element
+(attnlib's vectorisable one, numpy's, and libm's as numba calls it without fastmath).
+
+Exported by :mod:`attnlib.fast`; chapter 10 uses them to say what limits the kernels' speed.
+The numbers depend on the machine and its load: print them, never compare them in a test.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba as nb
+import numpy as np
+
+from ._checks import check_choice, check_int
+from ._exp import _exp
+
+
+@nb.njit(cache=True)
+def _tile_products(A, B, C, repeats):
+    for _ in range(repeats):
+        np.dot(A, B, C)
+
+
+@nb.njit(cache=True)
+def _exp_loop(x, out, scratch, repeats):
+    for _ in range(repeats):
+        _exp(x, out, scratch)
+
+
+@nb.njit(cache=True)
+def _libm_exp_loop(x, out, repeats):
+    for _ in range(repeats):
+        for c in range(x.size):
+            out[c] = math.exp(x[c])
+
+
+def _seconds(fn, *args) -> float:
+    """Wall-clock seconds of ``fn(*args)``, the best of three calls after a warm-up call."""
+    fn(*args)
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        fn(*args)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def gemm_rates(tile: int = 64, large: int = 2048, *, repeats: int = 2000, dtype="float32"):
+    """(tile rate, large rate) in flop/s: ``repeats`` products of two tile × tile matrices
+    called from compiled code (below OpenBLAS's threading threshold, so on the calling
+    thread), against one large × large product by numpy with all of its BLAS threads.
+
+    Raises
+    ------
+    AttnInputError
+        if a size or ``repeats`` is not a positive integer, or ``dtype`` is not "float32" or
+        "float64".
+    """
+    tile = check_int("tile", tile)
+    large = check_int("large", large)
+    repeats = check_int("repeats", repeats)
+    dtype = check_choice("dtype", dtype, ("float32", "float64"))
+    A, B, C = (np.ones((tile, tile), dtype) for _ in range(3))
+    X = np.random.default_rng(0).standard_normal((large, large)).astype(dtype)
+    tile_rate = 2 * tile**3 * repeats / _seconds(_tile_products, A, B, C, repeats)
+    return tile_rate, 2 * large**3 / _seconds(np.matmul, X, X)
+
+
+def exp_seconds(length: int = 4096, *, repeats: int = 2000) -> dict:
+    """Seconds per float32 element of an exponential over ``length`` arguments in [-20, 0],
+    ``repeats`` times: ``"attnlib"`` (the kernels' vectorisable routine), ``"numpy"``
+    (``np.exp``) and ``"libm"`` (``math.exp`` in a numba loop, as without fastmath).
+
+    Raises
+    ------
+    AttnInputError
+        if ``length`` or ``repeats`` is not a positive integer.
+    """
+    length = check_int("length", length)
+    repeats = check_int("repeats", repeats)
+    x = -np.random.default_rng(0).random(length).astype(np.float32) * 20
+    out, scratch = np.empty_like(x), np.empty_like(x)
+
+    def numpy_loop(x, out, repeats):
+        for _ in range(repeats):
+            np.exp(x, out=out)
+
+    seconds = {
+        "attnlib": _seconds(_exp_loop, x, out, scratch, repeats),
+        "numpy": _seconds(numpy_loop, x, out, repeats),
+        "libm": _seconds(_libm_exp_loop, x, out, repeats),
+    }
+    return {name: t / (repeats * length) for name, t in seconds.items()}

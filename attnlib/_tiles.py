@@ -1,0 +1,429 @@
+"""The tiles of the compiled kernels: their sizes, and the compiled (numba) steps on them.
+
+Sizes: :func:`block_sizes` (B_r × B_c), :func:`dq_groups` (the backward's groups of key blocks)
+and :func:`extra_memory_bytes` (what the kernels allocate), exported by :mod:`attnlib.fast`.
+Steps: one BLAS gemm per tile product, the logits and probabilities of a tile, and one block of
+each pass of FlashAttention-2. The arguments that every tile needs travel together in two named
+tuples, :class:`Scores` (what a tile of logits τ·Q_iK_jᵀ needs) and :class:`Upstream` (what the
+backward pass reads besides). The parallel loops over blocks, and the wrappers that validate and
+prepare the inputs, are in :mod:`attnlib.fast`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+from llvmlite import binding as llvm_binding
+from llvmlite import ir as llvm_ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import get_cython_function_address, intrinsic
+
+from ._checks import check_choice, check_int
+from ._exp import _exp
+from .config import DQ_GROUPS
+
+
+class Scores(NamedTuple):
+    """What a tile of logits needs: S_ij = τ·Q_iK_jᵀ, then -inf where a key is dropped.
+
+    ``KT`` is K's blocked transpose (``KT[b]`` is the b-th full block of B_c rows of K,
+    transposed), ``mask`` a boolean (n, m) keep-mask when ``has_mask`` (else any boolean
+    array, never read), and ``br``, ``bc`` the query and key rows of a tile. The arrays are
+    read only.
+    """
+
+    Q: np.ndarray
+    K: np.ndarray
+    KT: np.ndarray
+    scale: float
+    mask: np.ndarray
+    has_mask: bool
+    causal: bool
+    br: int
+    bc: int
+
+
+class Upstream(NamedTuple):
+    """What the backward pass reads besides :class:`Scores`: V and its blocked transpose VT,
+    the forward's O and lse, the upstream gradient dO, and D = rowsum(dO∘O) (float64, filled
+    in by the backward pass itself)."""
+
+    V: np.ndarray
+    VT: np.ndarray
+    O: np.ndarray
+    dO: np.ndarray
+    lse: np.ndarray
+    D: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------
+# Tile sizes, groups and extra memory
+# ---------------------------------------------------------------------------------------
+
+#: OpenBLAS runs a gemm with m·n·k ≤ 4·65536 on the calling thread (interface/gemm.c,
+#: GEMM_MULTITHREAD_THRESHOLD). A larger tile product would start BLAS threads inside our own
+#: parallel loop, oversubscribing the cores.
+GEMM_SINGLE_THREAD = 1 << 18
+
+
+def block_sizes(d: int, dv: int | None = None) -> tuple[int, int]:
+    """(B_r, B_c): query rows and key rows per tile of the compiled kernels, for head
+    dimensions d and d_v (default d).
+
+    A 64 × 64 tile of scores (16 KiB in float32) sits in L1 next to the 64 × d blocks of Q, K
+    and V in L2 (48 KiB L1d and 2 MiB L2 per core on the machine we tuned on). B_r shrinks for
+    wide heads so that every tile product stays below :data:`GEMM_SINGLE_THREAD`
+    multiply-adds, and grows for narrow ones (fewer, larger gemm calls).
+
+    Raises
+    ------
+    AttnInputError
+        if d or dv is not a positive integer.
+
+    Examples
+    --------
+    >>> block_sizes(64), block_sizes(128)
+    ((64, 64), (32, 64))
+    """
+    d = check_int("d", d)
+    w = max(d, d if dv is None else check_int("dv", dv))
+    br, bc = 64, 64
+    while br * bc * w * 2 <= GEMM_SINGLE_THREAD and br < 256:
+        br *= 2
+    while br * bc * w > GEMM_SINGLE_THREAD and br > 16:
+        br //= 2
+    while br * bc * w > GEMM_SINGLE_THREAD and bc > 16:
+        bc //= 2
+    return br, bc
+
+
+def dq_groups(m: int, d: int, dv: int | None = None) -> int:
+    """G: the groups of key blocks of the backward pass for m keys, each with its own copy of
+    dQ: :data:`DQ_GROUPS`, or the number of key blocks if that is smaller.
+
+    Raises
+    ------
+    AttnInputError
+        if m, d or dv is not a positive integer.
+
+    Examples
+    --------
+    >>> dq_groups(4096, 64), dq_groups(100, 64), dq_groups(64, 64)
+    (4, 2, 1)
+    """
+    m = check_int("m", m)
+    return min(DQ_GROUPS, -(-m // block_sizes(d, dv)[1]))
+
+
+def extra_memory_bytes(n: int, m: int, d: int, dv: int | None = None, *, dtype="float32") -> int:
+    """Bytes that :func:`flash_forward` followed by :func:`flash_backward` allocate beyond
+    their inputs, per-thread scratch aside (chapter 10's proposition on extra memory):
+
+    - the outputs O, lse, dQ, dK and dV: n(d_v + 1) + nd + m(d + d_v) numbers;
+    - the blocked transposes of K and V: m(d + d_v) numbers;
+    - the G - 1 extra copies of dQ (:func:`dq_groups`): (G - 1)·nd numbers;
+    - D = rowsum(dO∘O): n float64 numbers.
+
+    Numbers take the bytes of ``dtype`` ("float32" or "float64").
+
+    Raises
+    ------
+    AttnInputError
+        if a size is not a positive integer or ``dtype`` is not "float32" or "float64".
+
+    Examples
+    --------
+    >>> extra_memory_bytes(4096, 4096, 64) / 2**20
+    9.046875
+    """
+    n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
+    dv = d if dv is None else check_int("dv", dv)
+    size = np.dtype(check_choice("dtype", dtype, ("float32", "float64"))).itemsize
+    words = n * (dv + 1) + n * d + 2 * m * (d + dv) + (dq_groups(m, d, dv) - 1) * n * d
+    return size * words + 8 * n
+
+
+# ---------------------------------------------------------------------------------------
+# Tile products: BLAS gemm with alpha and beta
+# ---------------------------------------------------------------------------------------
+
+# SciPy's BLAS, the library numba's own np.dot calls: Fortran ?gemm, every argument by pointer.
+# The compiled code calls it by symbol name, so numba can cache it on disk; the name is bound
+# to this process's address at import.
+for _name in ("sgemm", "dgemm"):
+    llvm_binding.add_symbol(
+        f"attnlib_{_name}", get_cython_function_address("scipy.linalg.cython_blas", _name)
+    )
+
+
+@intrinsic
+def _fortran_gemm(typingctx, c, pointers):
+    """sgemm or dgemm (by the dtype of the array ``c``) on a tuple of 13 addresses (integers),
+    the arguments that Fortran's ?gemm takes by pointer, in its order."""
+    symbol = "attnlib_sgemm" if c.dtype == types.float32 else "attnlib_dgemm"
+    sig = types.void(c, pointers)
+
+    def codegen(context, builder, signature, args):
+        ptr = llvm_ir.IntType(8).as_pointer()
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [ptr] * 13)
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        addresses = cgutils.unpack_tuple(builder, args[1], 13)
+        builder.call(fn, [builder.inttoptr(a, ptr) for a in addresses])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_N, _T = 78, 84  # 'N' and 'T' in an int32, whose first byte Fortran reads (little-endian)
+
+
+@nb.njit(cache=True)
+def _gemm(a, ta, b, tb, c, alpha, beta, ints, flts):
+    """c = alpha·op(a)·op(b) + beta·c by one BLAS gemm, where op(x) = xᵀ if its flag is set.
+
+    a, b and c are row-major 2-d arrays with unit column stride (each may be a block of rows
+    of a larger array). ``ints`` (int32, 8) and ``flts`` (c's dtype, 2) carry the arguments
+    that Fortran takes by pointer. numba's ``np.dot`` only computes c = a·b; with beta = 1 a
+    tile product adds straight into its accumulator, and alpha applies the scale τ for free.
+    """
+    m, n = c.shape
+    k = a.shape[0] if ta else a.shape[1]
+    size = c.itemsize
+    # row-major c = op(a)·op(b) is column-major cᵀ = op(b)ᵀ·op(a)ᵀ: swap the operands
+    ints[0] = _T if tb else _N
+    ints[1] = _T if ta else _N
+    ints[2] = n
+    ints[3] = m
+    ints[4] = k
+    ints[5] = b.strides[0] // size
+    ints[6] = a.strides[0] // size
+    ints[7] = c.strides[0] // size
+    flts[0] = alpha
+    flts[1] = beta
+    i = ints.ctypes.data
+    f = flts.ctypes.data
+    A, B, C = a.ctypes.data, b.ctypes.data, c.ctypes.data
+    # transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc (of the column-major call)
+    _fortran_gemm(
+        c, (i, i + 4, i + 8, i + 12, i + 16, f, B, i + 20, A, i + 24, f + size, C, i + 28)
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Tile steps
+# ---------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+@nb.njit(cache=True)
+def _interleave(t, nblocks):
+    """Map loop index t to block 0, last, 1, last-1, ...
+
+    prange hands each thread a contiguous range of t, so each thread gets a mix of early and
+    late blocks. Under a causal mask early query blocks are cheap and late ones dear; this keeps
+    the threads balanced. Any order of blocks gives the same results.
+    """
+    if t % 2 == 0:
+        return t // 2
+    return nblocks - 1 - t // 2
+
+
+@nb.njit(cache=True)
+def _workspace(s):
+    """Scratch of one block: flat tiles (B_r·B_c numbers) for S and P, the buffer of
+    :func:`_exp`, and the pointer arguments of :func:`_gemm`."""
+    size = s.br * s.bc
+    dtype = s.Q.dtype
+    return (
+        np.empty(size, dtype),
+        np.empty(size, dtype),
+        np.empty(size, dtype),
+        np.empty(8, np.int32),
+        np.empty(2, dtype),
+    )
+
+
+@nb.njit(cache=True)
+def _logits(s, i0, i1, j0, j1, S, ints, flts):
+    """S = τ·Q[i0:i1] K[j0:j1]ᵀ by one gemm (τ as its alpha), then -inf where the mask or
+    causality drops a key. A full key block multiplies its blocked transpose KT (a plain NN
+    gemm), the ragged last one K itself. Causal keeps key j iff j ≤ i (top-left aligned, like
+    ``np.tril`` and PyTorch's ``is_causal``)."""
+    if j1 - j0 == s.bc:
+        _gemm(s.Q[i0:i1], False, s.KT[j0 // s.bc], False, S, s.scale, 0.0, ints, flts)
+    else:
+        _gemm(s.Q[i0:i1], False, s.K[j0:j1], True, S, s.scale, 0.0, ints, flts)
+    rows, cols = S.shape
+    if s.has_mask:
+        for r in range(rows):
+            for c in range(cols):
+                if not s.mask[i0 + r, j0 + c]:
+                    S[r, c] = -np.inf
+    if s.causal:
+        for r in range(rows):
+            for c in range(max(i0 + r - j0 + 1, 0), cols):
+                S[r, c] = -np.inf
+
+
+_LANES = 16
+
+
+@nb.njit(cache=True)
+def _row_max(x, lanes):
+    """max(x) for a 1-d array, -inf if empty or all -inf.
+
+    A plain running maximum is a chain of dependent compares that LLVM does not vectorise
+    without fastmath; 16 independent running maxima (combined in a fixed order) do vectorise.
+    """
+    n = x.shape[0]
+    for k in range(_LANES):
+        lanes[k] = -np.inf
+    c0 = 0
+    while c0 + _LANES <= n:
+        for k in range(_LANES):
+            v = x[c0 + k]
+            lanes[k] = v if v > lanes[k] else lanes[k]
+        c0 += _LANES
+    best = -np.inf
+    for k in range(_LANES):
+        if lanes[k] > best:
+            best = lanes[k]
+    for c in range(c0, n):
+        if x[c] > best:
+            best = x[c]
+    return best
+
+
+@nb.njit(cache=True)
+def _probabilities(S, i0, lse, scratch, P):
+    """P = exp(S - lse) for one tile of logits S, overwritten on the way (FA2 Alg. 2, line 11).
+    Masked logits (-inf) and fully masked rows (lse = -inf) give 0. ``scratch`` is a flat
+    buffer of the tile's size."""
+    rows, cols = S.shape
+    for r in range(rows):
+        lr = lse[i0 + r]
+        if lr == -np.inf:
+            for c in range(cols):
+                S[r, c] = -np.inf
+        else:
+            for c in range(cols):
+                S[r, c] -= lr
+    _exp(S.reshape(rows * cols), P.reshape(rows * cols), scratch)
+
+
+@nb.njit(cache=True)
+def _grad_scores(P, dP, D, i0):
+    """dS = P ∘ (dP - D), in place of dP (FA2 Alg. 2, line 14); the difference in float64."""
+    rows, cols = P.shape
+    for r in range(rows):
+        Dr = D[i0 + r]
+        for c in range(cols):
+            dP[r, c] = P[r, c] * (np.float64(dP[r, c]) - Dr)
+
+
+# ---------------------------------------------------------------------------------------
+# One block of each pass
+# ---------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _forward_block(s, V, qb, O, lse):
+    """FA2 Alg. 1 for query block qb: stream the key/value blocks once, write O_i and lse_i."""
+    n = s.Q.shape[0]
+    m = s.K.shape[0]
+    dv = V.shape[1]
+    dtype = s.Q.dtype
+    i0 = qb * s.br
+    i1 = min(i0 + s.br, n)
+    rows = i1 - i0
+    sbuf, pbuf, scratch, ints, flts = _workspace(s)
+    shift = np.empty(1, dtype)
+    lanes = np.empty(_LANES, dtype)
+    ones = np.ones(s.bc, dtype)
+    tile_sum = np.empty(s.br, dtype)
+    alpha = np.empty(rows)
+    acc = np.zeros((rows, dv), dtype)  # Σ_j exp(S_ij - running max) V_j, added by gemm
+    run_max = np.full(rows, -np.inf)
+    run_sum = np.zeros(rows)
+    # under causality, key blocks past the block's last row are all masked: skip them
+    kend = min(m, _cdiv(i1, s.bc) * s.bc) if s.causal else m
+    for j0 in range(0, kend, s.bc):
+        j1 = min(j0 + s.bc, m)
+        cols = j1 - j0
+        S = sbuf[: rows * cols].reshape((rows, cols))
+        _logits(s, i0, i1, j0, j1, S, ints, flts)
+        for r in range(rows):
+            old = run_max[r]
+            new = max(old, _row_max(S[r], lanes))
+            # the row maximum, in the tile's dtype (it is one of the logits); a row with every
+            # key so far masked keeps its -inf logits, whose exp is 0
+            shift[0] = new if new > -np.inf else 0.0
+            for c in range(cols):
+                S[r, c] -= shift[0]
+            # online softmax (FA2 Alg. 1, lines 9–10): rescale what came before
+            alpha[r] = math.exp(old - new) if new > -np.inf else 1.0
+            run_max[r] = new
+        P = pbuf[: rows * cols].reshape((rows, cols))
+        _exp(sbuf[: rows * cols], pbuf[: rows * cols], scratch[: rows * cols])
+        np.dot(P, ones[:cols], tile_sum[:rows])  # row sums of P by one gemv
+        for r in range(rows):
+            run_sum[r] = run_sum[r] * alpha[r] + tile_sum[r]
+            if alpha[r] != 1.0:
+                for k in range(dv):
+                    acc[r, k] *= alpha[r]
+        _gemm(P, False, V[j0:j1], False, acc, 1.0, 1.0, ints, flts)  # acc += P_ij V_j
+    for r in range(rows):
+        if run_max[r] == -np.inf:  # fully masked row: O = 0, lse = -inf
+            for k in range(dv):
+                O[i0 + r, k] = 0.0
+            lse[i0 + r] = -np.inf
+        else:
+            for k in range(dv):
+                O[i0 + r, k] = acc[r, k] / run_sum[r]
+            lse[i0 + r] = run_max[r] + math.log(run_sum[r])
+
+
+@nb.njit(cache=True)
+def _backward_key_block(s, u, kb, dK, dV, dq):
+    """FA2 Alg. 2 for key block kb: owns dK_j and dV_j and streams the query blocks once.
+
+    dK_j and dV_j accumulate in place in the (zeroed) outputs, and dS_ij K_j (unscaled) adds
+    into ``dq``, the calling group's own copy of dQ. Five tile products and one exp per tile.
+    """
+    n = s.Q.shape[0]
+    m = s.K.shape[0]
+    j0 = kb * s.bc
+    j1 = min(j0 + s.bc, m)
+    cols = j1 - j0
+    sbuf, pbuf, scratch, ints, flts = _workspace(s)
+    gbuf = np.empty(s.br * s.bc, s.Q.dtype)  # dP, then dS
+    dKj = dK[j0:j1]
+    dVj = dV[j0:j1]
+    # under causality, rows i < j0 see none of these keys
+    first = (j0 // s.br) * s.br if s.causal else 0
+    for i0 in range(first, n, s.br):
+        i1 = min(i0 + s.br, n)
+        rows = i1 - i0
+        tile = rows * cols
+        S = sbuf[:tile].reshape((rows, cols))
+        _logits(s, i0, i1, j0, j1, S, ints, flts)
+        P = pbuf[:tile].reshape((rows, cols))
+        _probabilities(S, i0, u.lse, scratch[:tile], P)
+        dOi = u.dO[i0:i1]
+        _gemm(P, True, dOi, False, dVj, 1.0, 1.0, ints, flts)  # dV_j += P_ijᵀ dO_i
+        G = gbuf[:tile].reshape((rows, cols))
+        if cols == s.bc:  # dP_ij = dO_i V_jᵀ
+            _gemm(dOi, False, u.VT[kb], False, G, 1.0, 0.0, ints, flts)
+        else:
+            _gemm(dOi, False, u.V[j0:j1], True, G, 1.0, 0.0, ints, flts)
+        _grad_scores(P, G, u.D, i0)  # G becomes dS_ij
+        _gemm(G, True, s.Q[i0:i1], False, dKj, s.scale, 1.0, ints, flts)  # dK_j += τ dS_ijᵀ Q_i
+        _gemm(G, False, s.K[j0:j1], False, dq[i0:i1], 1.0, 1.0, ints, flts)  # dQ_i += dS_ij K_j

@@ -1,0 +1,119 @@
+"""Probes of the machine the benchmark runs on: CPU, memory, library versions, numpy's BLAS
+(library, kernel, threads), and this process's resident memory (current and peak, Linux).
+
+Used by the driver (:mod:`benchmarks.attention`, for ``machine.csv``) and the workers
+(:mod:`benchmarks.workers`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+
+def blas_info() -> dict:
+    """numpy's BLAS: library, kernel (core type) and thread count, without new dependencies."""
+    info = {"blas_threads": "unknown", "blas_kernel": "unknown", "blas_library": "unknown"}
+    try:
+        from threadpoolctl import threadpool_info  # optional; not in requirements.txt
+
+        for pool in threadpool_info():
+            if pool.get("user_api") == "blas":
+                info["blas_threads"] = str(pool.get("num_threads"))
+                info["blas_kernel"] = str(pool.get("architecture"))
+                info["blas_library"] = f"{pool.get('internal_api')} {pool.get('version')}"
+                return info
+    except ImportError:
+        pass
+    import ctypes
+    import glob
+
+    import numpy as np
+
+    libdir = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for lib in glob.glob(str(libdir / "*openblas*")):
+        handle = ctypes.CDLL(lib)
+        for prefix, suffix in (("scipy_openblas_", "64_"), ("openblas_", "64_"), ("openblas_", "")):
+            try:
+                threads = getattr(handle, f"{prefix}get_num_threads{suffix}")
+                corename = getattr(handle, f"{prefix}get_corename{suffix}")
+            except AttributeError:
+                continue
+            corename.restype = ctypes.c_char_p
+            info["blas_threads"] = str(threads())
+            info["blas_kernel"] = corename().decode()
+            info["blas_library"] = Path(lib).name
+            return info
+    return info
+
+
+def machine_info() -> dict:
+    import numba
+    import numpy as np
+
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "unknown"
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kb / 2**20:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    info = {
+        "cpu": cpu,
+        "logical_cores": str(os.cpu_count()),
+        "memory": mem,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "unset"),
+        "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE", "unset"),
+    }
+    info.update(blas_info())
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    except ImportError:
+        info["torch"] = "not installed"
+    return info
+
+
+def rss_now() -> int:
+    """Current resident set size in bytes (Linux)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak RSS (VmHWM) to its current RSS; Linux >= 4.0 only.
+
+    ``ru_maxrss`` alone is not enough: Linux carries the parent's peak over ``fork`` and
+    ``exec``, so a worker started by a large parent would report the parent's peak.
+    """
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss() -> int:
+    """Peak RSS of this process in bytes: VmHWM, or ru_maxrss where /proc is missing."""
+    import resource
+
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
