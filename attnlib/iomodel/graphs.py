@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, check_choice, check_int, check_real
 
 __all__ = [
     "ComputationGraph",
@@ -39,6 +39,7 @@ __all__ = [
 
 _OPS = {"input": 0, "add": None, "mul": None, "exp": 1, "div": 2, "expsub": 2}
 _TREES = ("chain", "balanced")
+MOVES = ("read", "write", "compute", "delete")  # the moves of a pebble-game schedule
 
 
 @dataclass(frozen=True)
@@ -218,9 +219,7 @@ class _Builder:
 
 
 def _check_tree(tree) -> str:
-    if tree not in _TREES:
-        raise AttnInputError(f"tree must be one of {_TREES}, got {tree!r}")
-    return tree
+    return check_choice("tree", tree, _TREES)
 
 
 def inner_product_graph(k: int, *, tree: str = "chain") -> ComputationGraph:
@@ -308,7 +307,9 @@ def attention_dv_graph(n: int, m: int, d: int, *, tree: str = "chain") -> Comput
     return g.graph(tuple(v for row in dV for v in row))
 
 
-def _apply(op: str, args: list[float]) -> float:
+def apply_op(op: str, args: list[float]) -> float:
+    """The value of a vertex with operation ``op`` (see :class:`ComputationGraph`) computed
+    from its predecessors' values ``args``."""
     if op == "add":
         return math.fsum(args)
     if op == "mul":
@@ -339,7 +340,7 @@ def evaluate_graph(G: ComputationGraph, inputs) -> np.ndarray:
     values = input_values(G, inputs)
     out = np.zeros(G.n)
     for v, (op, p) in enumerate(zip(G.ops, G.preds, strict=True)):
-        out[v] = values[v] if op == "input" else _apply(op, [out[u] for u in p])
+        out[v] = values[v] if op == "input" else apply_op(op, [out[u] for u in p])
     return out
 
 
@@ -361,9 +362,28 @@ def input_values(G: ComputationGraph, inputs) -> dict[int, float]:
         vals = list(arr)
     out = {}
     for v, x in zip(ins, vals, strict=True):
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)):
-            raise AttnInputError(f"input {G.names[v]!r} must be a real number, got {x!r}")
-        if not math.isfinite(float(x)):
-            raise AttnInputError(f"input {G.names[v]!r} must be finite, got {x!r}")
-        out[v] = float(x)
+        out[v] = check_real(f"input {G.names[v]!r}", x)
+    return out
+
+
+def check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
+    """Normalise a schedule of G to ``(op, vertex index)`` pairs: each move is an
+    ``(op, vertex)`` pair with op in :data:`MOVES` and the vertex given by name or index.
+
+    Raises AttnInputError for anything else, naming the move (``moves[i]``).
+    """
+    try:
+        items = list(moves)
+    except TypeError:
+        raise AttnInputError(f"moves must be a list of (op, vertex) pairs, got {moves!r}") from None
+    out = []
+    for i, mv in enumerate(items):
+        if not isinstance(mv, tuple | list) or len(mv) != 2 or mv[0] not in MOVES:
+            raise AttnInputError(
+                f"moves[{i}] must be an (op, vertex) pair with op in {MOVES}, got {mv!r}"
+            )
+        op, v = mv
+        if isinstance(v, str):
+            v = G.index(v)
+        out.append((op, check_int(f"moves[{i}] vertex", v, minimum=0, maximum=G.n - 1)))
     return out

@@ -86,10 +86,8 @@ class IOCount:
 
     def __post_init__(self):
         for name in ("reads", "writes", "peak_fast"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise AttnInputError(f"IOCount.{name} must be an integer >= 0, got {v!r}")
-            object.__setattr__(self, name, int(v))
+            value = check_int(f"IOCount.{name}", getattr(self, name), minimum=0)
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "total", self.reads + self.writes)
 
     def __add__(self, other: IOCount) -> IOCount:
@@ -114,6 +112,11 @@ class Op(NamedTuple):
 
 def _words(shape) -> int:
     return math.prod(shape)
+
+
+def _read_only(attribute: str, doc: str) -> property:
+    """A read-only property returning a private attribute of the machine."""
+    return property(lambda self: getattr(self, attribute), doc=doc)
 
 
 class TwoLevelMemory:
@@ -154,27 +157,11 @@ class TwoLevelMemory:
         self.log: list[Op] = []
 
     # ---- properties --------------------------------------------------------------------
-    @property
-    def M(self) -> int:
-        return self._M
-
-    @property
-    def reads(self) -> int:
-        return self._reads
-
-    @property
-    def writes(self) -> int:
-        return self._writes
-
-    @property
-    def live_fast(self) -> int:
-        """Words currently held in fast memory."""
-        return self._live_words
-
-    @property
-    def peak_fast(self) -> int:
-        """The most words ever live in fast memory at once."""
-        return self._peak
+    M = _read_only("_M", "The fast memory's capacity in words.")
+    reads = _read_only("_reads", "Words read so far (slow → fast).")
+    writes = _read_only("_writes", "Words written so far (fast → slow).")
+    live_fast = _read_only("_live_words", "Words currently held in fast memory.")
+    peak_fast = _read_only("_peak", "The most words ever live in fast memory at once.")
 
     @property
     def count(self) -> IOCount:
@@ -324,11 +311,14 @@ class TwoLevelMemory:
             raise AttnInputError(
                 f"{argname} must be an int or a tuple of ints, got {shape!r}"
             ) from None
-        if not shape or any(
-            isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in shape
-        ):
-            raise AttnInputError(f"{argname} must be a tuple of positive ints, got {shape!r}")
-        return tuple(int(s) for s in shape)
+        try:
+            if not shape:
+                raise AttnInputError(f"{argname} must not be empty")
+            return tuple(check_int(f"{argname}[{k}]", s) for k, s in enumerate(shape))
+        except AttnInputError:
+            raise AttnInputError(
+                f"{argname} must be a tuple of positive ints, got {shape!r}"
+            ) from None
 
     def _array(self, name: str) -> np.ndarray:
         try:

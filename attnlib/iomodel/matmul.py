@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 
 from .._checks import AttnInputError, as_float_array, check_int, float_dtype
-from .machine import IOCount, TwoLevelMemory
+from .machine import IOCount
+from .tiling import block_ranges, ceil_div, finish_run, span, start_run
 
 __all__ = [
     "naive_matmul",
@@ -37,16 +38,18 @@ def _check_AB(A, B):
     return A.astype(dtype, copy=False), B.astype(dtype, copy=False), dtype
 
 
-def _blocks(extent: int, size: int):
-    """Half-open (start, stop) ranges of at most ``size`` covering range(extent)."""
-    return [(s, min(s + size, extent)) for s in range(0, extent, size)]
-
-
 # ---- naive, by rows ----------------------------------------------------------------------
 
 
-def _naive_min_M(k: int, p: int) -> int:
-    return k + 2 * p  # A_i (k) + C_i (p) + one row of B (p)
+def _check_naive_M(M, k: int, p: int) -> int:
+    """M validated against the naive schedule's need: A_i (k) + C_i (p) + one row of B (p)."""
+    M = check_int("M", M)
+    if M < k + 2 * p:
+        raise AttnInputError(
+            f"M must be at least k + 2p = {k + 2 * p} words for naive_matmul with "
+            f"k={k}, p={p}, got M={M}"
+        )
+    return M
 
 
 def naive_matmul(A, B, *, M: int, record: bool = False):
@@ -66,16 +69,8 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
     A, B, dtype = _check_AB(A, B)
     m, k = A.shape
     p = B.shape[1]
-    M = check_int("M", M)
-    if M < _naive_min_M(k, p):
-        raise AttnInputError(
-            f"M must be at least k + 2p = {_naive_min_M(k, p)} words for naive_matmul with "
-            f"k={k}, p={p}, got M={M}"
-        )
-    mem = TwoLevelMemory(M, record=record)
-    mem.put("A", A)
-    mem.put("B", B)
-    mem.zeros("C", (m, p), dtype=dtype)
+    M = _check_naive_M(M, k, p)
+    mem = start_run(M, record, dtype, {"A": A, "B": B}, {"C": (m, p)})
     for i in range(m):
         a = mem.load("A", (i, i + 1))  # (1, k)
         c = mem.alloc((1, p), dtype=dtype)
@@ -85,8 +80,7 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
             mem.free(b)
         mem.store("C", (i, i + 1), None, c)
         mem.free(a, c)
-    count = mem.finish()
-    return (mem.get("C"), count, mem) if record else (mem.get("C"), count)
+    return finish_run(mem, ("C",), record)
 
 
 def naive_matmul_count(m: int, k: int, p: int, M: int) -> IOCount:
@@ -94,12 +88,7 @@ def naive_matmul_count(m: int, k: int, p: int, M: int) -> IOCount:
 
     Independent of M: the schedule reuses nothing of B between rows of C."""
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
-    M = check_int("M", M)
-    if M < _naive_min_M(k, p):
-        raise AttnInputError(
-            f"M must be at least k + 2p = {_naive_min_M(k, p)} words for naive_matmul with "
-            f"k={k}, p={p}, got M={M}"
-        )
+    M = _check_naive_M(M, k, p)
     return IOCount(m * k + m * k * p, m * p, k + 2 * p)
 
 
@@ -150,22 +139,18 @@ def tiled_matmul(A, B, *, M: int, tile: int | None = None, record: bool = False)
     p = B.shape[1]
     M = check_int("M", M)
     b = _tile(tile, M)
-    mem = TwoLevelMemory(M, record=record)
-    mem.put("A", A)
-    mem.put("B", B)
-    mem.zeros("C", (m, p), dtype=dtype)
-    for I in _blocks(m, b):
-        for J in _blocks(p, b):
-            c = mem.alloc((I[1] - I[0], J[1] - J[0]), dtype=dtype)
-            for L in _blocks(k, b):
+    mem = start_run(M, record, dtype, {"A": A, "B": B}, {"C": (m, p)})
+    for I in block_ranges(m, b):
+        for J in block_ranges(p, b):
+            c = mem.alloc((span(I), span(J)), dtype=dtype)
+            for L in block_ranges(k, b):
                 a = mem.load("A", I, L)
                 bb = mem.load("B", L, J)
                 c += a @ bb
                 mem.free(a, bb)
             mem.store("C", I, J, c)
             mem.free(c)
-    count = mem.finish()
-    return (mem.get("C"), count, mem) if record else (mem.get("C"), count)
+    return finish_run(mem, ("C",), record)
 
 
 def tiled_matmul_count(m: int, k: int, p: int, M: int, *, tile: int | None = None) -> IOCount:
@@ -183,6 +168,6 @@ def tiled_matmul_count(m: int, k: int, p: int, M: int, *, tile: int | None = Non
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
     M = check_int("M", M)
     b = _tile(tile, M)
-    Tm, Tp = -(-m // b), -(-p // b)
+    Tm, Tp = ceil_div(m, b), ceil_div(p, b)
     bm, bk, bp = min(b, m), min(b, k), min(b, p)
     return IOCount(Tp * m * k + Tm * k * p, m * p, bm * bp + bm * bk + bk * bp)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .._checks import AttnInputError, check_int
 from .graphs import ComputationGraph, check_graph, least_feasible_M, matmul_graph
-from .matmul import _blocks
+from .tiling import block_ranges
 
 __all__ = ["tiled_matmul_moves", "loop_order_moves"]
 
@@ -46,10 +46,10 @@ def tiled_matmul_moves(m: int, k: int, p: int, tile: int):
     G = matmul_graph(m, k, p, tree="chain")
     idx = G.index
     moves: list[tuple[str, int]] = []
-    for I in _blocks(m, b):
-        for J in _blocks(p, b):
+    for I in block_ranges(m, b):
+        for J in block_ranges(p, b):
             partial: dict[tuple[int, int], int] = {}
-            for L in _blocks(k, b):
+            for L in block_ranges(k, b):
                 tiles = [idx(f"A({i},{l})") for i in range(*I) for l in range(*L)]
                 tiles += [idx(f"B({l},{j})") for l in range(*L) for j in range(*J)]
                 moves += [("read", v) for v in tiles]
