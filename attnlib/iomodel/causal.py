@@ -58,7 +58,13 @@ def causal_mask(n: int, m: int | None = None) -> np.ndarray:
 
 def causal_score_count(n: int, m: int | None = None) -> int:
     """Z_QK, the number of kept scores of the causal mask: Σ_i min(i + 1, m), which is
-    n(n + 1)/2 when m = n. Raises AttnInputError for sizes below 1."""
+    n(n + 1)/2 when m = n. Raises AttnInputError for sizes below 1.
+
+    Examples
+    --------
+    >>> causal_score_count(4), causal_score_count(4, 2)
+    (10, 7)
+    """
     n = check_int("n", n)
     m = n if m is None else check_int("m", m)
     k = min(n, m)  # rows 0..k-1 keep i + 1 keys, the rest keep all m
@@ -135,6 +141,11 @@ def flash_forward_causal_count(
     With B_r = B_c = B dividing n = m (T = n/B): reads = n·d + D·B·T(T + 1)/2, against
     n·d + D·B·T² dense; the excess over one half, D·B·T/2, is the diagonal tiles.
     Raises AttnInputError for sizes or M below 1, or bad blocks.
+
+    Examples
+    --------
+    >>> flash_forward_causal_count(1024, 64, 16384)
+    IOCount(reads=1461248, writes=66560, total=1527808, peak_fast=16120)
     """
     n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     B_r, B_c = resolve_blocks(blocks, flash_forward_blocks, d, M, d_v)

@@ -169,6 +169,11 @@ def gqa_flash_forward_count(
 
     i.e. H_kv (or H) copies of :func:`flash_forward_count`. Raises AttnInputError for
     arguments below 1 or H not a multiple of H_kv.
+
+    Examples
+    --------
+    >>> gqa_flash_forward_count(8, 2, 1024, 64, 16384)
+    IOCount(reads=21233664, writes=532480, total=21766144, peak_fast=16120)
     """
     H, H_kv, g = _check_head_counts(H, H_kv)
     n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
@@ -386,6 +391,11 @@ def decode_count(
 
     Θ(m·d) per K/V head whatever M is. Raises AttnInputError for arguments below 1 or H not
     a multiple of H_kv.
+
+    Examples
+    --------
+    >>> decode_count(4096, 128, 65536, H=32, H_kv=8)
+    IOCount(reads=8392704, writes=4128, total=8396832, peak_fast=28332)
     """
     m = check_int("m", m)  # required here: the count's m=None would mean m = n = 1
     return gqa_flash_forward_count(H, H_kv, 1, d, M, m=m, d_v=d_v, grouped=True)

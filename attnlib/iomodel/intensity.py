@@ -82,7 +82,14 @@ def prefill_decode_intensity(m: int, d: int, M: int, *, d_v: int | None = None) 
     """Prefill (all m queries at once, n = m) against decode (n = 1) intensity, from the exact
     counts of :func:`flash_forward_count` and the flops of :func:`attention_flops`. Decode
     stays near 2 flops per word for every M (each loaded K/V word meets one query); prefill
-    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1."""
+    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1.
+
+    Examples
+    --------
+    >>> intensity = prefill_decode_intensity(4096, 64, 65536)
+    >>> round(intensity.prefill), round(intensity.decode, 2)
+    (546, 2.0)
+    """
     m, d, M = check_int("m", m), check_int("d", d), check_int("M", M)
     d_v = d if d_v is None else check_int("d_v", d_v)
     return Intensity(

@@ -50,7 +50,7 @@ from .._checks import (
     check_real,
 )
 
-__all__ = ["TwoLevelMemory", "IOCount", "CapacityError", "MachineError", "Op"]
+__all__ = ["TwoLevelMemory", "IOCount", "CapacityError", "MachineError", "Op", "words_by_array"]
 
 
 class MachineError(RuntimeError):
@@ -77,6 +77,8 @@ class IOCount:
     Construct as ``IOCount(reads, writes, peak_fast)``; ``total`` is computed. Two counts
     add up (``a + b``): reads and writes add, ``peak_fast`` is the larger one, as for two
     runs one after the other on the same machine.
+
+    Raises AttnInputError for a field that is not an integer >= 0.
     """
 
     reads: int
@@ -110,6 +112,32 @@ class Op(NamedTuple):
     words: int
 
 
+def words_by_array(log) -> tuple[dict[str, int], dict[str, int]]:
+    """Where a run's words went: the words loaded from and stored to each slow array, as two
+    dicts ``(reads, writes)`` keyed by array name, from an operation log (``record=True``).
+
+    Raises AttnInputError if an entry of ``log`` is not an :class:`Op`.
+
+    Examples
+    --------
+    >>> mem = TwoLevelMemory(4, record=True)
+    >>> mem.put("x", np.ones(6))
+    >>> for rows in ((0, 3), (3, 6)):
+    ...     mem.free(mem.load("x", rows))
+    >>> words_by_array(mem.log)
+    ({'x': 6}, {})
+    """
+    reads: dict[str, int] = {}
+    writes: dict[str, int] = {}
+    for k, op in enumerate(log):
+        if not isinstance(op, Op):
+            raise AttnInputError(f"log[{k}] must be an Op of a machine's log, got {op!r:.60}")
+        counts = reads if op.op == "load" else writes if op.op == "store" else None
+        if counts is not None:
+            counts[op.name] = counts.get(op.name, 0) + op.words
+    return reads, writes
+
+
 def _words(shape) -> int:
     return math.prod(shape)
 
@@ -139,6 +167,22 @@ class TwoLevelMemory:
 
     Properties: ``count`` (an :class:`IOCount`), ``reads``, ``writes``, ``live_fast``,
     ``peak_fast``, ``M``, ``log``, ``names``.
+
+    Raises AttnInputError for M below 1 or invalid arguments of a method;
+    :class:`CapacityError` when fast memory would exceed M; :class:`MachineError` for misuse.
+
+    Examples
+    --------
+    >>> mem = TwoLevelMemory(8)
+    >>> mem.put("x", np.arange(10.0))
+    >>> mem.zeros("y", (10,))
+    >>> for start in range(0, 10, 4):
+    ...     rows = (start, min(start + 4, 10))
+    ...     block = mem.load("x", rows)
+    ...     mem.store("y", rows, None, 2 * block)
+    ...     mem.free(block)
+    >>> mem.finish()
+    IOCount(reads=10, writes=10, total=20, peak_fast=4)
     """
 
     def __init__(self, M: int, *, record: bool = False):

@@ -65,6 +65,8 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
     -------
     (C, IOCount), or (C, IOCount, machine) with ``record=True``.
     The count equals :func:`naive_matmul_count` exactly.
+
+    Raises AttnInputError for invalid arrays or M below k + 2p.
     """
     A, B, dtype = _check_AB(A, B)
     m, k = A.shape
@@ -86,7 +88,13 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
 def naive_matmul_count(m: int, k: int, p: int, M: int) -> IOCount:
     """Exact I/O of :func:`naive_matmul`: reads mk + mkp, writes mp, peak k + 2p.
 
-    Independent of M: the schedule reuses nothing of B between rows of C."""
+    Independent of M: the schedule reuses nothing of B between rows of C. Raises
+    AttnInputError for sizes below 1 or M below k + 2p.
+
+    Examples
+    --------
+    >>> naive_matmul_count(64, 64, 64, 200)
+    IOCount(reads=266240, writes=4096, total=270336, peak_fast=192)"""
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
     M = _check_naive_M(M, k, p)
     return IOCount(m * k + m * k * p, m * p, k + 2 * p)
@@ -99,7 +107,12 @@ def matmul_tile_size(M: int) -> int:
     """The tile side b = ⌊√(M/3)⌋ used by :func:`tiled_matmul`.
 
     It is the largest b with 3b² <= M: one b×b tile each of A, B and the accumulator of C
-    are live at once, so the schedule provably fits. Needs M >= 3.
+    are live at once, so the schedule provably fits. Raises AttnInputError for M below 3.
+
+    Examples
+    --------
+    >>> matmul_tile_size(768)
+    16
     """
     M = check_int("M", M)
     if M < 3:
@@ -133,6 +146,18 @@ def tiled_matmul(A, B, *, M: int, tile: int | None = None, record: bool = False)
     -------
     (C, IOCount), or (C, IOCount, machine) with ``record=True``; the count equals
     :func:`tiled_matmul_count` exactly.
+
+    Raises
+    ------
+    AttnInputError for invalid arrays, M below 3 or a tile below 1; CapacityError if a given
+    tile does not fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C, count = tiled_matmul(np.arange(6.0).reshape(2, 3), np.ones((3, 2)), M=12)
+    >>> C.tolist(), count
+    ([[3.0, 3.0], [12.0, 12.0]], IOCount(reads=12, writes=4, total=16, peak_fast=12))
     """
     A, B, dtype = _check_AB(A, B)
     m, k = A.shape
@@ -164,6 +189,12 @@ def tiled_matmul_count(m: int, k: int, p: int, M: int, *, tile: int | None = Non
         peak   = b_m·b_p + b_m·b_k + b_k·b_p,  b_x = min(b, x)
 
     (the first tiles are the largest). With b = ⌊√(M/3)⌋ the reads are ≈ 2√3·mkp/√M.
+    Raises AttnInputError for sizes below 1, M below 3 or a tile below 1.
+
+    Examples
+    --------
+    >>> tiled_matmul_count(64, 64, 64, 768)
+    IOCount(reads=32768, writes=4096, total=36864, peak_fast=768)
     """
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
     M = check_int("M", M)

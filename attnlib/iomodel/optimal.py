@@ -371,6 +371,13 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
     without a red pebble, placing a red pebble on a red vertex), or a schedule that leaves
     an output without a blue pebble. The machine raises CapacityError if more than M words
     would be live.
+
+    Examples
+    --------
+    >>> from attnlib.iomodel import inner_product_graph
+    >>> G = inner_product_graph(2)
+    >>> replay_schedule(G, optimal_io(G, 4).moves, 4)[0]
+    IOCount(reads=4, writes=1, total=5, peak_fast=4)
     """
     G = check_graph(G)
     M = check_int("M", M)

@@ -81,12 +81,16 @@ def _tile_for(M, tiles: int, vectors: int, who: str) -> int:
 
 
 def smallcache_forward_tile(M: int) -> int:
-    """Tile side b of :func:`smallcache_forward`: the largest b with 3b² + 2b <= M (M >= 5)."""
+    """Tile side b of :func:`smallcache_forward`: the largest b with 3b² + 2b <= M.
+
+    Raises AttnInputError for M below 5."""
     return _tile_for(M, _FORWARD_TILES, _FORWARD_VECTORS, "smallcache_forward")
 
 
 def smallcache_backward_tile(M: int) -> int:
-    """Tile side b of :func:`smallcache_backward`: the largest b with 4b² + 2b <= M (M >= 6)."""
+    """Tile side b of :func:`smallcache_backward`: the largest b with 4b² + 2b <= M.
+
+    Raises AttnInputError for M below 6."""
     return _tile_for(M, _BACKWARD_TILES, _BACKWARD_VECTORS, "smallcache_backward")
 
 
@@ -211,6 +215,12 @@ def smallcache_forward_count(
                      b_n + b_n·b_dv + b_n·b_m + b_m·b_dv)   phase 2
 
     In the square case (m = n, d_v = d) reads ≈ 4n²d/b + n², i.e. ≈ 4√3·n²d/√M.
+    Raises AttnInputError for sizes below 1 or M below 5.
+
+    Examples
+    --------
+    >>> smallcache_forward_count(1024, 64, 1024)
+    IOCount(reads=15405056, writes=1115136, total=16520192, peak_fast=1008)
     """
     n, d = check_int("n", n), check_int("d", d)
     m = n if m is None else check_int("m", m)
@@ -262,6 +272,8 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     (dQ, dK, dV, IOCount), or with ``record=True`` also the machine. The gradients equal
     :func:`attnlib.attention_backward`'s; the count equals :func:`smallcache_backward_count`
     exactly: reads ≈ 10n²d/b, writes ≈ 2n² (square case).
+
+    Raises AttnInputError for invalid arrays (lse with -inf included), scale, or M below 6.
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse, allow_masked_rows=False)
     n, d = Q.shape
@@ -344,6 +356,12 @@ def smallcache_backward_count(
                  for each product.
 
     In the square case reads ≈ 10n²d/b and writes ≈ 2n², i.e. total ≈ 20n²d/√M + 2n².
+    Raises AttnInputError for sizes below 1 or M below 6.
+
+    Examples
+    --------
+    >>> smallcache_backward_count(1024, 64, 1024)
+    IOCount(reads=47514624, writes=2293760, total=49808384, peak_fast=930)
     """
     n, d = check_int("n", n), check_int("d", d)
     m = n if m is None else check_int("m", m)
