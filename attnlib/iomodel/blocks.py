@@ -146,8 +146,8 @@ def flash_backward_blocks(d: int, M: int, *, d_v: int | None = None) -> tuple[in
 
     Examples
     --------
-    >>> flash_backward_blocks(64, 65536)
-    (64, 138)
+    >>> flash_backward_blocks(64, 65536), flash_backward_blocks(64, 4096)
+    ((64, 138), (8, 8))
     """
     d, M, d_v = _rule_args(d, M, d_v, W_b, "flash_backward", "3(d + d_v) + d + 4")
     D = d + d_v

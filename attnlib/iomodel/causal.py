@@ -31,7 +31,7 @@ from .blocks import W_b, W_f, d_pass_rows, flash_backward_blocks, flash_forward_
 from .bounds import sparse_lower_bound
 from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
 from .machine import IOCount
-from .tiling import ceil_div, check_dims, resolve_blocks
+from .tiling import ceil_div, count_args
 
 __all__ = [
     "causal_mask",
@@ -147,8 +147,7 @@ def flash_forward_causal_count(
     >>> flash_forward_causal_count(1024, 64, 16384)
     IOCount(reads=1461248, writes=66560, total=1527808, peak_fast=16120)
     """
-    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
-    B_r, B_c = resolve_blocks(blocks, flash_forward_blocks, d, M, d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_forward_blocks)
     D = d + d_v
     kv_rows = sum(min(m, _kept_key_blocks(min(s + B_r, n), m, B_c) * B_c) for s in range(0, n, B_r))
     peak = W_f(min(B_r, n), min(B_c, m), d, d_v)
@@ -173,8 +172,7 @@ def flash_backward_causal_count(
     the block-sparse form of :func:`flash_backward_count` with the causal pattern.
     Raises AttnInputError for sizes or M below 1, or bad blocks.
     """
-    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
-    B_r, B_c = resolve_blocks(blocks, flash_backward_blocks, d, M, d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_backward_blocks)
     D = d + d_v
     starts = range(0, min(n, m), B_c)  # key blocks with at least one kept score
     rho = sum(n - (s // B_r) * B_r for s in starts)

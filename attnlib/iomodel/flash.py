@@ -36,7 +36,7 @@ from .tiling import (
     block_ranges,
     block_sizes,
     ceil_div,
-    check_dims,
+    count_args,
     finish_run,
     resolve_blocks,
     span,
@@ -93,8 +93,8 @@ def flash_forward(
 
     Raises
     ------
-    AttnInputError for invalid arrays, M below the minimum, bad blocks or masks;
-    CapacityError if given blocks do not fit in M.
+    AttnInputError for invalid arrays, scale or masks, a bad pair of blocks, or M below
+    :func:`flash_forward_min_M`; CapacityError if blocks given do not fit in M.
 
     Examples
     --------
@@ -160,14 +160,7 @@ def flash_forward(
 
 
 def flash_forward_count(
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    blocks=None,
-    block_mask=None,
+    n: int, d: int, M: int, *, m=None, d_v=None, blocks=None, block_mask=None
 ) -> IOCount:
     """Exact I/O of :func:`flash_forward` (closed form, no arrays).
 
@@ -188,18 +181,15 @@ def flash_forward_count(
 
     so with equal blocks the reads are affine in the number z of kept blocks.
 
-    Raises
-    ------
-    AttnInputError for sizes below 1, M below the minimum (default blocks), bad blocks or a
-    block mask of the wrong shape.
+    Raises AttnInputError for sizes below 1, a bad pair of blocks or a block mask of the wrong
+    shape, or, with the default blocks, M below :func:`flash_forward_min_M`.
 
     Examples
     --------
     >>> flash_forward_count(8, 2, 40)
     IOCount(reads=80, writes=24, total=104, peak_fast=40)
     """
-    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
-    B_r, B_c = resolve_blocks(blocks, flash_forward_blocks, d, M, d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_forward_blocks)
     bm = check_block_mask(block_mask, n, m, B_r, B_c)
     D = d + d_v
     if bm is None:
@@ -259,8 +249,8 @@ def flash_backward(
 
     Raises
     ------
-    AttnInputError for invalid arrays, M below the minimum, bad blocks or masks;
-    CapacityError if given blocks do not fit in M.
+    AttnInputError for invalid arrays (lse may hold -inf), scale or masks, a bad pair of
+    blocks, or M below :func:`flash_backward_min_M`; CapacityError if blocks given do not fit.
 
     Examples
     --------
@@ -271,15 +261,14 @@ def flash_backward(
     IOCount(reads=240, writes=88, total=328, peak_fast=52)
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
+    dtype = float_dtype(Q, K, V, O, dO, lse)
     n, d = Q.shape
     m, d_v = V.shape
     M = check_int("M", M)
-    tau = check_scale(scale, d)
+    t = dtype.type(check_scale(scale, d))
     mask = check_mask(mask, n, m)
     B_r, B_c = resolve_blocks(blocks, flash_backward_blocks, d, M, d_v)
     keep = visited_blocks(mask, block_mask, n, m, B_r, B_c)
-    dtype = float_dtype(Q, K, V, O, dO, lse)
-    t = dtype.type(tau)
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"D": (n,), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
     mem = start_run(M, record, dtype, inputs, outputs)
@@ -341,14 +330,7 @@ def flash_backward(
 
 
 def flash_backward_count(
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    blocks=None,
-    block_mask=None,
+    n: int, d: int, M: int, *, m=None, d_v=None, blocks=None, block_mask=None
 ) -> IOCount:
     """Exact I/O of :func:`flash_backward` (closed form, no arrays).
 
@@ -376,16 +358,16 @@ def flash_backward_count(
 
     Raises
     ------
-    AttnInputError for sizes below 1, M below the minimum (default blocks), bad blocks or a
-    block mask of the wrong shape.
+    AttnInputError for sizes below 1, blocks that are not a pair of positive ints, a block
+    mask of the wrong dtype or shape, or M below :func:`flash_backward_min_M` (default blocks).
 
     Examples
     --------
-    >>> flash_backward_count(8, 2, 60)
-    IOCount(reads=240, writes=88, total=328, peak_fast=52)
+    >>> count = flash_backward_count(8, 2, 60)
+    >>> count.reads, count.writes, count.peak_fast
+    (240, 88, 52)
     """
-    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
-    B_r, B_c = resolve_blocks(blocks, flash_backward_blocks, d, M, d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_backward_blocks)
     bm = check_block_mask(block_mask, n, m, B_r, B_c)
     D = d + d_v
     r_D = d_pass_rows(B_r, M, d_v)

@@ -149,15 +149,7 @@ def gqa_flash_forward(Q, K, V, *, M: int, scale=None, grouped=True):
 
 
 def gqa_flash_forward_count(
-    H: int,
-    H_kv: int,
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    grouped=True,
+    H: int, H_kv: int, n: int, d: int, M: int, *, m=None, d_v=None, grouped=True
 ) -> IOCount:
     """Exact I/O of :func:`gqa_flash_forward` (closed form, no arrays).
 
@@ -318,15 +310,7 @@ def gqa_flash_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, grouped=True)
 
 
 def gqa_flash_backward_count(
-    H: int,
-    H_kv: int,
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    grouped=True,
+    H: int, H_kv: int, n: int, d: int, M: int, *, m=None, d_v=None, grouped=True
 ) -> IOCount:
     """Exact I/O of :func:`gqa_flash_backward` (closed form, no arrays).
 

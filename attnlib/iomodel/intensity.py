@@ -17,15 +17,7 @@ from .tiling import check_dims
 __all__ = ["attention_flops", "arithmetic_intensity", "Intensity", "prefill_decode_intensity"]
 
 
-def attention_flops(
-    n: int,
-    d: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    which: str = "forward",
-    kept: int | None = None,
-) -> int:
+def attention_flops(n: int, d: int, *, m=None, d_v=None, which: str = "forward", kept=None) -> int:
     """Matrix-multiply flops of one attention head (2 per multiply-add; the softmax's O(n·m)
     exponentials are left out, as in FA2's benchmark flop count).
 
@@ -43,14 +35,7 @@ def attention_flops(
 
 
 def arithmetic_intensity(
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    which: str = "forward",
-    causal=False,
+    n: int, d: int, M: int, *, m=None, d_v=None, which: str = "forward", causal=False
 ) -> float:
     """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
     :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count`,

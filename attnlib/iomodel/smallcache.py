@@ -40,7 +40,15 @@ from .._checks import (
     float_dtype,
 )
 from .machine import IOCount
-from .tiling import block_ranges, ceil_div, finish_run, span, start_run
+from .tiling import (
+    block_ranges,
+    ceil_div,
+    check_dims,
+    finish_run,
+    span,
+    start_run,
+    tiled_product,
+)
 
 __all__ = [
     "smallcache_forward",
@@ -222,9 +230,7 @@ def smallcache_forward_count(
     >>> smallcache_forward_count(1024, 64, 1024)
     IOCount(reads=15405056, writes=1115136, total=16520192, peak_fast=1008)
     """
-    n, d = check_int("n", n), check_int("d", d)
-    m = n if m is None else check_int("m", m)
-    dv = d if d_v is None else check_int("d_v", d_v)
+    n, d, M, m, dv = check_dims(n, d, M, m, d_v)
     b = smallcache_forward_tile(M)
     Tn, Tm, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(dv, b)
     bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
@@ -314,25 +320,9 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
         mem.free(lse_I, D_I)
 
     # Phases 2-4: three square-tiled products over the key/query index.
-    def product(out, left, right, out_rows, out_cols, inner, *, transpose_left, factor):
-        for R in out_rows:
-            for C in out_cols:
-                acc = mem.alloc((span(R), span(C)), dtype=dtype)
-                for L in inner:
-                    if transpose_left:  # left tile is left[L, R]: rows over the inner index
-                        a, c = mem.load(left, L, R), mem.load(right, L, C)
-                        acc += a.T @ c
-                    else:
-                        a, c = mem.load(left, R, L), mem.load(right, L, C)
-                        acc += a @ c
-                    mem.free(a, c)
-                mem.store(out, R, C, acc * factor if factor != 1.0 else acc)
-                mem.free(acc)
-
-    product("dV", "P", "dO", keys, vcols, rows, transpose_left=True, factor=1.0)
-    product("dQ", "dS", "K", rows, dcols, keys, transpose_left=False, factor=tau)
-    product("dK", "dS", "Q", keys, dcols, rows, transpose_left=True, factor=tau)
-
+    tiled_product(mem, "dV", "P", "dO", keys, vcols, rows, dtype, transposed=True)
+    tiled_product(mem, "dQ", "dS", "K", rows, dcols, keys, dtype, factor=tau)
+    tiled_product(mem, "dK", "dS", "Q", keys, dcols, rows, dtype, transposed=True, factor=tau)
     return finish_run(mem, ("dQ", "dK", "dV"), record)
 
 
@@ -360,12 +350,10 @@ def smallcache_backward_count(
 
     Examples
     --------
-    >>> smallcache_backward_count(1024, 64, 1024)
-    IOCount(reads=47514624, writes=2293760, total=49808384, peak_fast=930)
+    >>> smallcache_backward_tile(1024), smallcache_backward_count(1024, 64, 1024).total
+    (15, 49808384)
     """
-    n, d = check_int("n", n), check_int("d", d)
-    m = n if m is None else check_int("m", m)
-    dv = d if d_v is None else check_int("d_v", d_v)
+    n, d, M, m, dv = check_dims(n, d, M, m, d_v)
     b = smallcache_backward_tile(M)
     Tn, Tm, Td, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(d, b), ceil_div(dv, b)
     bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)

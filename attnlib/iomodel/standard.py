@@ -14,7 +14,15 @@ import numpy as np
 from .._checks import check_backward_inputs, check_int, check_qkv, check_scale, float_dtype
 from .blocks import d_pass_rows, flash_forward_blocks
 from .machine import IOCount
-from .tiling import block_ranges, ceil_div, check_dims, finish_run, span, start_run
+from .tiling import (
+    block_ranges,
+    ceil_div,
+    count_args,
+    finish_run,
+    span,
+    start_run,
+    tiled_product,
+)
 
 __all__ = [
     "standard_forward",
@@ -24,7 +32,7 @@ __all__ = [
 ]
 
 
-def _standard_blocks(d, M, d_v):
+def _standard_blocks(d, M, *, d_v):
     # The forward rule's blocks: every step below has a working set <= W_f(B_r, B_c).
     return flash_forward_blocks(d, M, d_v=d_v)
 
@@ -53,7 +61,7 @@ def standard_forward(Q, K, V, *, M: int, scale=None, record=False):
     m, d_v = V.shape
     M = check_int("M", M)
     tau = check_scale(scale, d)
-    B_r, B_c = _standard_blocks(d, M, d_v)
+    B_r, B_c = _standard_blocks(d, M, d_v=d_v)
     dtype = float_dtype(Q, K, V)
     t = dtype.type(tau)
     outputs = {"S": (n, m), "P": (n, m), "lse": (n,), "O": (n, d_v)}
@@ -87,15 +95,8 @@ def standard_forward(Q, K, V, *, M: int, scale=None, record=False):
             mem.store("P", I, J, np.exp(s - mx[:, None]))
             mem.free(s)
         mem.free(mx, sm)
-    for I in rows:  # 3. O = P V
-        acc = mem.alloc((span(I), d_v), dtype=dtype)
-        for J in cols:
-            p = mem.load("P", I, J)
-            v = mem.load("V", J)
-            acc += p @ v
-            mem.free(p, v)
-        mem.store("O", I, None, acc)
-        mem.free(acc)
+    # 3. O = P V
+    tiled_product(mem, "O", "P", "V", rows, [(0, d_v)], cols, dtype)
     return finish_run(mem, ("O", "lse"), record)
 
 
@@ -121,8 +122,7 @@ def standard_forward_count(
     >>> standard_forward_count(8, 2, 40)
     IOCount(reads=272, writes=152, total=424, peak_fast=20)
     """
-    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
-    B_r, B_c = _standard_blocks(d, M, d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, None, _standard_blocks)
     T_r = ceil_div(n, B_r)
     r, c = min(B_r, n), min(B_c, m)
     reads = n * d + T_r * m * d + 3 * n * m + T_r * m * d_v
@@ -160,7 +160,7 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
     m, d_v = V.shape
     M = check_int("M", M)
     tau = check_scale(scale, d)
-    B_r, B_c = _standard_blocks(d, M, d_v)
+    B_r, B_c = _standard_blocks(d, M, d_v=d_v)
     dtype = float_dtype(Q, K, V, O, dO, lse)
     t = dtype.type(tau)
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
@@ -188,15 +188,8 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
         do = mem.load("dO", I)
         mem.store("D", I, None, np.einsum("ij,ij->i", do, o))
         mem.free(o, do)
-    for J in k_outer:  # 2. dV = Pᵀ dO
-        acc = mem.alloc((span(J), d_v), dtype=dtype)
-        for I in q_inner:
-            p = mem.load("P", I, J)
-            do = mem.load("dO", I)
-            acc += p.T @ do
-            mem.free(p, do)
-        mem.store("dV", J, None, acc)
-        mem.free(acc)
+    # 2. dV = Pᵀ dO
+    tiled_product(mem, "dV", "P", "dO", k_outer, [(0, d_v)], q_inner, dtype, transposed=True)
     for I in q_rows:  # 3. dP = dO Vᵀ
         do = mem.load("dO", I)
         for J in k_cols:
@@ -214,24 +207,11 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
             mem.store("dS", I, J, p * (dp - Di[:, None]))
             mem.free(p, dp)
         mem.free(Di)
-    for I in q_rows:  # 5. dQ = τ dS K
-        acc = mem.alloc((span(I), d), dtype=dtype)
-        for J in k_cols:
-            ds = mem.load("dS", I, J)
-            k = mem.load("K", J)
-            acc += ds @ k
-            mem.free(ds, k)
-        mem.store("dQ", I, None, t * acc)
-        mem.free(acc)
-    for J in k_outer:  # 6. dK = τ dSᵀ Q
-        acc = mem.alloc((span(J), d), dtype=dtype)
-        for I in q_inner:
-            ds = mem.load("dS", I, J)
-            q = mem.load("Q", I)
-            acc += ds.T @ q
-            mem.free(ds, q)
-        mem.store("dK", J, None, t * acc)
-        mem.free(acc)
+    # 5. dQ = τ dS K and 6. dK = τ dSᵀ Q
+    tiled_product(mem, "dQ", "dS", "K", q_rows, [(0, d)], k_cols, dtype, factor=t)
+    tiled_product(
+        mem, "dK", "dS", "Q", k_outer, [(0, d)], q_inner, dtype, transposed=True, factor=t
+    )
     return finish_run(mem, ("dQ", "dK", "dV"), record)
 
 
@@ -254,8 +234,7 @@ def standard_backward_count(
     Raises AttnInputError for sizes below 1 or M below
     :func:`~attnlib.iomodel.flash_forward_min_M`.
     """
-    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
-    B_r, B_c = _standard_blocks(d, M, d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, None, _standard_blocks)
     D = d + d_v
     T_r, T_ck = ceil_div(n, B_r), ceil_div(m, B_r)
     reads = 5 * n * m + n * (d + 1) + T_r * m * (2 * d + d_v) + 3 * n * d_v + n + T_ck * n * D

@@ -22,7 +22,9 @@ __all__ = [
     "check_dims",
     "check_blocks",
     "resolve_blocks",
+    "count_args",
     "start_run",
+    "tiled_product",
     "finish_run",
 ]
 
@@ -100,6 +102,14 @@ def resolve_blocks(blocks, rule, d: int, M: int, d_v: int) -> tuple[int, int]:
     return rule(d, M, d_v=d_v) if blocks is None else check_blocks(blocks)
 
 
+def count_args(n, d, M, m, d_v, blocks, rule) -> tuple[int, int, int, int, int, int, int]:
+    """The arguments of a blocked closed-form count: :func:`check_dims` and then the blocks of
+    :func:`resolve_blocks`, as ``(n, d, M, m, d_v, B_r, B_c)``. Raises AttnInputError for an
+    invalid size, a bad pair of blocks or an M the rule refuses."""
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
+    return (n, d, M, m, d_v, *resolve_blocks(blocks, rule, d, M, d_v))
+
+
 def start_run(M: int, record: bool, dtype, inputs: dict, outputs: dict) -> TwoLevelMemory:
     """A :class:`TwoLevelMemory` of M words with ``inputs`` ({name: array}, converted to
     ``dtype``) placed and ``outputs`` ({name: shape}) zero-filled in slow memory; neither is
@@ -110,6 +120,29 @@ def start_run(M: int, record: bool, dtype, inputs: dict, outputs: dict) -> TwoLe
     for name, shape in outputs.items():
         mem.zeros(name, shape, dtype=dtype)
     return mem
+
+
+def tiled_product(
+    mem, out, left, right, rows, cols, inner, dtype, *, transposed=False, factor=None
+):
+    """out[R, C] = factor · Σ_L left[R, L] · right[L, C] by blocks, for each R of ``rows`` and
+    C of ``cols``: an accumulator of R × C held in fast memory while the blocks of the two
+    factors stream past it along ``inner`` (one of each live at a time), then stored once.
+
+    ``out``, ``left`` and ``right`` name slow arrays; with ``transposed`` the left factor is
+    stored transposed, so its block is ``left[L, R]``. ``factor`` None stores the sum as it is.
+    Raises :class:`CapacityError` if an accumulator and two blocks do not fit.
+    """
+    for R in rows:
+        for C in cols:
+            acc = mem.alloc((span(R), span(C)), dtype=dtype)
+            for L in inner:
+                a = mem.load(left, L, R) if transposed else mem.load(left, R, L)
+                b = mem.load(right, L, C)
+                acc += (a.T if transposed else a) @ b
+                mem.free(a, b)
+            mem.store(out, R, C, acc if factor is None else factor * acc)
+            mem.free(acc)
 
 
 def finish_run(mem: TwoLevelMemory, names, record: bool) -> tuple:
