@@ -250,6 +250,7 @@ def gpu_memory_figure(ratios: dict, heads):
     ax.axhline(1.0, color="k", lw=1.2, ls="--", label=r"$M = d^2$")
     ax.set_yscale("log")
     ax.set_xticks(range(len(heads)), [f"d = {d}" for d in heads])
+    ax.set_xlabel("head dimension")
     ax.set_ylabel(r"$M / d^2$, M = shared memory + registers")
     ax.set_title("Fast memory per SM in units of d² (NVIDIA whitepapers)")
     ax.legend(fontsize=7, ncol=2)
