@@ -1,17 +1,10 @@
 """Causal attention on the two-level machine: FlashAttention with the tiles above the diagonal
 skipped, exact counts, the causal lower bound and the constant saved.
 
-The causal mask is PyTorch's ``is_causal`` convention (top-left aligned): query i keeps key j
-iff j <= i, for Q of n rows and K of m rows. The schedules are :func:`flash_forward` and
-:func:`flash_backward` (FA2 Alg. 1 and 2) run with that mask: a tile (query block i, key
-block j) whose first key comes after its last query is skipped entirely (nothing loaded,
-nothing computed), a tile straddling the diagonal is loaded whole and masked in fast memory,
-and a tile below the diagonal is computed as in the dense pass (its mask keeps everything).
-FlashAttention-2 skips the upper tiles the same way (FA2 §3.1, causal masking).
-
-The closed forms here (``*_count``) are sums over block rows or block columns of the kept
-prefix of tiles, computed from n, m, d, M and the blocks alone; the tests require them to be
-equal to the simulation.
+The mask is PyTorch's ``is_causal`` (top-left aligned): query i keeps key j iff j <= i. The
+schedules are :func:`~attnlib.iomodel.flash_forward` and :func:`~attnlib.iomodel.flash_backward`
+with that mask, skipping a tile whose first key comes after its last query, as FlashAttention-2
+does (FA2 §3.1); the closed forms sum over the kept prefix of tiles.
 """
 
 from __future__ import annotations

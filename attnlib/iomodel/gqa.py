@@ -2,27 +2,11 @@
 
 Shapes follow PyTorch's ``scaled_dot_product_attention`` with ``enable_gqa``: Q is
 (H, n, d), K is (H_kv, m, d), V is (H_kv, m, d_v), H a multiple of H_kv, and query head h
-uses key/value head h // g with g = H / H_kv the group size (multi-query attention is
-H_kv = 1, GQA of Ainslie et al. 2023 is 1 < H_kv < H, multi-head attention is H_kv = H).
-
-Two schedules, both FlashAttention-2's (FA2 Alg. 1 and 2) on a machine of M words:
-
-* **grouped**: the g query heads of a group are stacked into one (g·n)×d query matrix and
-  run against their shared K, V; a loaded K_j, V_j block serves every query row of the
-  current block, whichever head it belongs to.
-* **one head at a time**: each query head is a separate FlashAttention run against its K, V
-  (as if K and V were repeated g times).
-
-At a fixed M the query block holds the same number B_r of rows either way, so the K/V
-traffic is T·m·(d + d_v) per group with T = ⌈g·n/B_r⌉ grouped and g·⌈n/B_r⌉ head by head:
-the reuse factor g⌈n/B_r⌉/⌈gn/B_r⌉ is g while g·n <= B_r (short prompts, decoding) and tends
-to 1 once n >> B_r. In the backward pass, running heads one at a time also writes g partial
-dK, dV per group that a reduction pass must sum (counted here).
-
-**Decode** is n = 1: one new query per head against a cache of m keys. Its I/O is Θ(m·d)
-whatever M is: once a query block holds the g heads of a group (B_r >= g) the cache is read
-exactly once and the count is the trivial bound plus one lse word per head; below that, each
-K/V block is read ⌈g/B_r⌉ <= g times.
+uses key/value head h // g with g = H / H_kv. The schedules are FlashAttention-2's, run
+either **grouped** (the g query heads of a group stacked into one (g·n)×d query matrix, so
+each loaded K, V block serves the whole group) or **one head at a time** (as if K and V were
+repeated g times); :func:`gqa_kv_reuse` is the K/V traffic the first saves. Decoding is
+n = 1: one new query per head against a cache of m keys.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Computation graphs (DAGs) of small computations, for the red-blue pebble game.
 
 A :class:`ComputationGraph` is the object Hong and Kung's game is played on (HK81; SY24 §2):
-vertices are values, an edge u → v says that v is computed from u. Its sources are the
-**inputs**, which start in slow memory; some vertices are **outputs**, which must end there.
-Every vertex carries an operation so that a schedule can be *run*, not only counted
-(:func:`attnlib.iomodel.optimal.replay_schedule`).
-
-The builders give the graphs of the computations the book's bounds are about:
-
-* :func:`inner_product_graph`: ⟨a, b⟩ of length k, summed as a chain or a balanced tree;
-* :func:`matmul_graph`: standard m×k by k×p multiplication, each output a sum tree over k
-  products (the graph SY24 Lemma 3.6 / HK81 Cor. 6.2 bound);
-* :func:`attention_forward_graph`: O = softmax(QKᵀ)V with S by standard matmul, exp, row
-  sums, division by the row sum, then PV (no max subtraction: the game does not see rounding);
-* :func:`attention_dv_graph`: one piece of the backward pass, dV = Pᵀ dO with P recomputed
-  from Q, K and the row log-sum-exp, as FlashAttention's backward pass does.
+vertices are values, an edge u → v says that v is computed from u; the inputs start in slow
+memory and the outputs must end there. Every vertex carries an operation, so that a schedule
+can be run, not only counted. The builders give the graphs of the book's bounds: an inner
+product, a matrix product, attention's forward pass and a piece of its backward pass.
 """
 
 from __future__ import annotations

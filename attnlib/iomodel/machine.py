@@ -1,34 +1,9 @@
 """An executable two-level memory: the red-blue pebble game with every word counted.
 
-Hong and Kung's model (HK81; SY24 §2): a fast memory of at most M words, an
-unbounded slow memory, and a cost of one I/O per word moved between them. Computation is
-free but may only use values that are in fast memory.
-
-:class:`TwoLevelMemory` makes the model executable, so that an algorithm's I/O is *counted*
-rather than estimated:
-
-* **Slow memory** holds named arrays. ``put`` places an input and ``zeros`` allocates an
-  output; neither is I/O. The algorithm reaches slow data only through ``load`` (counts the
-  block's words as reads) and ``store`` (counts them as writes). Loads copy: the slow value
-  stays, as in the pebble game. ``get`` returns a copy after the run, for checking; not I/O.
-* **Fast memory** holds blocks: those returned by ``load`` and the scratch space returned by
-  ``alloc``. ``free`` releases them. The machine tracks the live fast words and raises
-  :class:`CapacityError` the moment a ``load`` or ``alloc`` would take them above M;
-  ``peak_fast`` records the maximum ever reached.
-* Every value an algorithm keeps between two steps must live in a declared block. A numpy
-  temporary inside one step stands for work a real kernel would fuse (in registers).
-
-**Block addresses** (stable API). ``rows`` and ``cols`` are half-open index ranges given as
-``(start, stop)`` pairs of ints, with ``0 <= start < stop <= extent``; a Python ``slice``
-with step 1 (or None) and explicit bounds is accepted too and normalised to ``(start, stop)``.
-``cols=None`` means all columns; a 1-D slow array (a vector such as ``lse``) takes
-``cols=None`` only. A block of r rows and c columns is r·c words.
-
-**Operation log.** With ``record=True`` every event is appended to ``log`` as an
-:class:`Op` ``(op, name, rows, cols, words)``: ``op`` is ``"load"``, ``"store"``,
-``"alloc"`` or ``"free"``; ``name`` is the slow array involved (for a ``free`` of a loaded
-block, the array it was loaded from; ``None`` for scratch space); ``rows``/``cols`` are
-``(start, stop)`` pairs (``None`` for scratch space and for the columns of a vector).
+Hong and Kung's model (HK81; SY24 §2): a fast memory of at most M words, an unbounded slow
+memory, and a cost of one I/O per word moved between them; computation is free but may only
+use values in fast memory. :class:`TwoLevelMemory` runs algorithms in it, so that their I/O is
+counted rather than estimated; its docstring states the rules.
 """
 
 from __future__ import annotations
@@ -155,7 +130,31 @@ class TwoLevelMemory:
     M : int >= 1, the fast memory's capacity in words
     record : keep the operation log (:attr:`log`), for drawing a schedule
 
-    Methods (see the module docstring for the semantics):
+    **Slow memory** holds named arrays. ``put`` places an input and ``zeros`` allocates an
+    output; neither is I/O. The algorithm reaches slow data only through ``load`` (counts the
+    block's words as reads) and ``store`` (counts them as writes). Loads copy: the slow value
+    stays, as in the pebble game. ``get`` returns a copy after the run, for checking; not I/O.
+
+    **Fast memory** holds blocks: those returned by ``load`` and the scratch space returned by
+    ``alloc``. ``free`` releases them. The machine tracks the live fast words and raises
+    :class:`CapacityError` the moment a ``load`` or ``alloc`` would take them above M;
+    ``peak_fast`` records the maximum ever reached. Every value an algorithm keeps between two
+    steps must live in a declared block; a numpy temporary inside one step stands for work a
+    real kernel would fuse (in registers).
+
+    **Block addresses.** ``rows`` and ``cols`` are half-open index ranges given as
+    ``(start, stop)`` pairs of ints, with ``0 <= start < stop <= extent``; a Python ``slice``
+    with step 1 (or None) and explicit bounds is accepted too and normalised to
+    ``(start, stop)``. ``cols=None`` means all columns; a 1-D slow array (a vector such as
+    ``lse``) takes ``cols=None`` only. A block of r rows and c columns is r·c words.
+
+    **Operation log.** With ``record=True`` every event is appended to ``log`` as an
+    :class:`Op` ``(op, name, rows, cols, words)``: ``op`` is ``"load"``, ``"store"``,
+    ``"alloc"`` or ``"free"``; ``name`` is the slow array involved (for a ``free`` of a loaded
+    block, the array it was loaded from; ``None`` for scratch space); ``rows``/``cols`` are
+    ``(start, stop)`` pairs (``None`` for scratch space and for the columns of a vector).
+
+    Methods:
 
     ``put(name, array)``, ``zeros(name, shape, dtype=float64)``: place slow arrays (no I/O).
     ``load(name, rows, cols=None) -> ndarray``: copy a block to fast memory (reads).

@@ -1,20 +1,11 @@
 """Explicit pebble-game schedules of our own, to hold against the exact optimum.
 
-:func:`attnlib.iomodel.optimal.optimal_io` finds the least I/O over all schedules of a small
-graph; this module writes down *particular* schedules in the same move language
-(``("read", v)``, ``("write", v)``, ``("compute", v)``, ``("delete", v)``), so that both
-replay on the same machine (:func:`~attnlib.iomodel.optimal.replay_schedule`) and their counts
-compare word for word:
-
-* :func:`tiled_matmul_moves`: the square-tiled schedule of :func:`~attnlib.iomodel.matmul.
-  tiled_matmul` (SY24 Alg. 1's loop structure) played on :func:`~attnlib.iomodel.graphs.
-  matmul_graph` with chain sums. It reads and writes exactly the words ``tiled_matmul``
-  counts; the game has no in-place accumulate, so it needs two red pebbles more than the
-  machine's 3b² words (the new product and the new partial sum).
-* :func:`loop_order_moves`: any graph, vertices computed in the builder's loop order (the
-  vertex order), with Belady's eviction (drop the red pebble whose next use is furthest),
-  writing an evicted value only if it is used later and not yet in slow memory.
-* :func:`explicit_schedule`: the first where it applies, else the second.
+They use the move language of :func:`~attnlib.iomodel.optimal_io` (``("read", v)``,
+``("write", v)``, ``("compute", v)``, ``("delete", v)``), so that ours and the optimum replay
+on the same machine (:func:`~attnlib.iomodel.replay_schedule`) and compare word for word:
+square tiling of a product (:func:`tiled_matmul_moves`), the builders' loop order with
+Belady's eviction (:func:`loop_order_moves`), and the choice between them
+(:func:`explicit_schedule`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """Attention when the cache is small (M < d²): square tiling, with every word counted.
 
-When the fast memory cannot hold even a d×d tile, FlashAttention's row blocks shrink to a
-handful of rows and its I/O, Θ(n²d²/M), exceeds the cost of simply writing the n×n score
-matrix. The two algorithms here write it instead, and compute every product of the pass
-by **square b×b tiles**, so each is a sequence of tiled matrix products whose I/O is
-Θ(n²d/b) = Θ(n²d/√M), plus Θ(n²) for the score-shaped matrices that go to slow memory.
-Below M ≈ d² that is smaller by a factor ≈ d/√M (SY24 Thm 3.1 for the forward pass; for the
-backward pass LLS+24, whose abstract states it in words).
-
-* :func:`smallcache_forward` is SY24's Algorithm 1 (square tiling of S = QKᵀ, then of PV),
-  **with one change**: SY24 writes exp(S) and its row sums, which overflows for logits
-  above ≈ 709 in float64 (≈ 88 in float32). Ours writes the raw scores S, keeps an online
-  row maximum and row sum (FA1 Alg. 1's rescaling) while it does, and subtracts the
-  log-sum-exp in phase 2. The I/O is the same. SY24's algorithm as printed runs with
-  ``unshifted=True``, kept for the book to show the overflow.
-* :func:`smallcache_backward` is **our reconstruction** of a
-  small-cache backward pass consistent with the bound LLS+24 state; their algorithm's text
-  was not available to us. It materialises P and dS in slow memory and computes
-  dV = PᵀdO, dQ = τ·dS K and dK = τ·dSᵀQ by square tiles.
-
-Both have exact closed-form twins, :func:`smallcache_forward_count` and
-:func:`smallcache_backward_count`; the tests require simulated and closed-form counts to be
-equal (reads, writes and peak fast words) on a grid of shapes and cache sizes.
+When fast memory cannot hold a d×d tile, FlashAttention's I/O, Θ(n²d²/M), exceeds the cost of
+writing the n×n score-shaped matrices. The schedules here write them, and compute every
+product by square b×b tiles: Θ(n²d/√M) + Θ(n²) I/O (SY24 Thm 3.1 for the forward pass; for the
+backward pass, LLS+24's bound stated in words). :func:`smallcache_forward` is SY24's
+Algorithm 1 made overflow-safe; :func:`smallcache_backward` is our reconstruction. Each has an
+exact closed-form twin (``*_count``) that the tests require to equal the simulation.
 """
 
 from __future__ import annotations
