@@ -13,6 +13,7 @@ from .exact import (
     attention,
     attention_backward,
     attention_forward,
+    attention_forward_backward,
     attention_loss,
     attention_loss_grad,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "attention",
     "attention_backward",
     "attention_forward",
+    "attention_forward_backward",
     "attention_loss",
     "attention_loss_grad",
     "flash_attention_loss_grad",

@@ -48,7 +48,10 @@ least cost; ties go to the simpler method, in the order exact, flash, smallcache
 
 B follows AS24: the entries of Q and K are bounded by B with the logits scaled by 1/d, so
 every logit lies in [−B², B²]. For a model with the usual scale 1/√d, fold the scale in:
-B = d^{1/4} · max(‖Q‖∞, ‖K‖∞).
+B = d^{1/4} · max(‖Q‖∞, ‖K‖∞) (:func:`entry_bound`).
+
+:func:`attention_step` runs one forward and backward pass of a head by the exact core or the
+polynomial method, the two methods this machine can time against the model.
 """
 
 from __future__ import annotations
@@ -62,11 +65,16 @@ from . import iomodel as io
 from . import polymethod as pm
 from ._checks import (
     AttnInputError,
+    as_float_array,
+    check_choice,
+    check_cols,
     check_int,
     check_open_unit,
     check_positive_real,
+    check_scale,
     describe_int,
 )
+from .exact import attention_backward, attention_forward
 
 __all__ = [
     "METHODS",
@@ -76,6 +84,8 @@ __all__ = [
     "method_flops",
     "decision_map",
     "method_boundaries",
+    "entry_bound",
+    "attention_step",
 ]
 
 #: The four methods, in order of simplicity (ties are broken towards the front).
@@ -127,7 +137,10 @@ class Advice:
     reason: str
 
     def cost_of(self, method: str) -> MethodCost:
-        """The :class:`MethodCost` of ``method``."""
+        """The :class:`MethodCost` of ``method``.
+
+        Raises :class:`attnlib.AttnInputError` if ``method`` is not one of :data:`METHODS`.
+        """
         for c in self.costs:
             if c.method == method:
                 return c
@@ -160,6 +173,14 @@ def method_flops(method: str, n: int, d: int, rank: int | None = None) -> float:
     """Arithmetic of one forward + backward pass by the module docstring's formulas.
 
     ``rank`` (r = C(g+d, d)) is required for ``"polynomial"``.
+
+    Raises :class:`attnlib.AttnInputError` if ``method`` is not one of :data:`METHODS` or n,
+    d (or the rank) is not a positive integer.
+
+    Examples
+    --------
+    >>> method_flops("exact", 1024, 64), method_flops("polynomial", 1024, 4, rank=70)
+    (812646400.0, 14192640.0)
     """
     n, d = check_int("n", n), check_int("d", d)
     if method == "exact":
@@ -231,6 +252,20 @@ def advise(
     -------
     :class:`Advice`, with every method's flops, I/O, cost and feasibility. The cost model
     is described in the module docstring; it is ours, not a paper's.
+
+    Raises
+    ------
+    AttnInputError
+        if an argument is of the wrong type or range, a cost overflows a float, or no method
+        is feasible.
+
+    Examples
+    --------
+    >>> advise(4096, 64, 1.0, 1e-3, 2**16).method
+    'flash'
+    >>> a = advise(2**20, 32, 0.05, 1e-3, 2**16)
+    >>> a.method, a.degree, a.rank
+    ('polynomial', 1, 33)
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     B = check_positive_real("B", B)
@@ -324,7 +359,16 @@ def _sequence(name: str, values) -> list:
 def decision_map(ns, Bs, *, d, eps, M, **machine) -> np.ndarray:
     """The recommended method over a grid: an integer array (len(Bs), len(ns)) of indices
     into :data:`METHODS` (row i is B = Bs[i], column j is n = ns[j]). ``machine`` passes
-    ``flops_per_word`` and ``slow_memory`` to :func:`advise`."""
+    ``flops_per_word`` and ``slow_memory`` to :func:`advise`.
+
+    Raises :class:`attnlib.AttnInputError` if ``ns`` is not a non-empty sequence of positive
+    integers, ``Bs`` not one of positive numbers, or :func:`advise` refuses a point.
+
+    Examples
+    --------
+    >>> decision_map([64, 2**20], [0.05, 2.0], d=32, eps=1e-3, M=2**16).tolist()
+    [[1, 3], [1, 1]]
+    """
     ns = [check_int(f"ns[{j}]", v) for j, v in enumerate(_sequence("ns", ns))]
     Bs = [check_positive_real(f"Bs[{i}]", v) for i, v in enumerate(_sequence("Bs", Bs))]
     out = np.empty((len(Bs), len(ns)), dtype=np.int64)
@@ -342,6 +386,9 @@ def method_boundaries(d, B, eps, M, *, n_lo: int = 16, n_hi: int = 2**26, **mach
     ``(n, before, after)``: ``after`` is recommended at n and ``before`` at n − 1. (A
     change and its reversal inside one grid step would be missed; the grid is fine enough
     for the cost model's smooth formulas.)
+
+    Raises :class:`attnlib.AttnInputError` if ``n_hi`` ≤ ``n_lo`` or :func:`advise` refuses
+    the arguments.
     """
     n_lo, n_hi = check_int("n_lo", n_lo), check_int("n_hi", n_hi)
     if n_hi <= n_lo:
@@ -366,3 +413,65 @@ def method_boundaries(d, B, eps, M, *, n_lo: int = 16, n_hi: int = 2**26, **mach
     for k in range(len(grid) - 1):
         out += split(grid[k], grid[k + 1], methods[k], methods[k + 1])
     return out
+
+
+def entry_bound(Q, K, *, scale=None) -> float:
+    """AS24's entry bound B of one head whose logits are scale·QKᵀ.
+
+    AS24 scale the logits by 1/d. Since scale·⟨q, k⟩ = ⟨√(scale·d)·q, √(scale·d)·k⟩ / d,
+    folding the scale into the entries gives B = √(scale·d) · max(‖Q‖∞, ‖K‖∞), and every logit
+    lies in [−B², B²]. With the usual scale 1/√d (the default) B = d^{1/4}·max(‖Q‖∞, ‖K‖∞):
+    the B to pass to :func:`advise`.
+
+    Raises :class:`attnlib.AttnInputError` if Q (n, d) or K (m, d) is not a finite float
+    array, their widths differ, or ``scale`` is not a positive number.
+
+    Examples
+    --------
+    >>> entry_bound(np.full((2, 16), 0.5), np.ones((3, 16)))
+    2.0
+    >>> entry_bound(np.full((2, 16), 0.5), np.ones((3, 16)), scale=1 / 16)
+    1.0
+    """
+    Q = as_float_array("Q", Q)
+    K = as_float_array("K", K)
+    check_cols("K", K, Q.shape[1], "Q")
+    d = Q.shape[1]
+    fold = d**0.25 if scale is None else math.sqrt(check_scale(scale, d) * d)
+    return fold * max(float(np.abs(Q).max()), float(np.abs(K).max()))
+
+
+def attention_step(method: str, Q, K, V, dO, eps: float = 1e-3):
+    """One forward and backward pass of one head, ``(O, (dQ, dK, dV))``, softmax scale 1/√d.
+
+    The step :func:`advise` prices, for the two methods this machine can run and time:
+
+    * ``"exact"``: the core, :func:`attnlib.attention_forward` then
+      :func:`attnlib.attention_backward` (numpy, materialising n×n matrices);
+    * ``"polynomial"``: ``pm.approx_attention`` then ``pm.approx_attention_backward`` at
+      accuracy ``eps`` (the backward rebuilds its factors).
+
+    Q (n, d), K (m, d), V (m, d_v), dO (n, d_v); ``eps`` is used by the polynomial method.
+
+    Raises :class:`attnlib.AttnInputError` if ``method`` is neither of the two, the arrays are
+    not finite float arrays of matching shapes, ``eps`` is not in (0, 1), or (polynomial) no
+    polynomial exists for the logit range or its factors exceed the memory budget.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V, dO = (rng.uniform(-0.5, 0.5, (64, 4)) for _ in range(4))
+    >>> O, (dQ, dK, dV) = attention_step("exact", Q, K, V, dO)
+    >>> O_poly, grads = attention_step("polynomial", Q, K, V, dO, 1e-3)
+    >>> bool(np.abs(O_poly - O).max() < 2e-3 * np.abs(V).max()), dK.shape
+    (True, (64, 4))
+    """
+    check_choice("method", method, ("exact", "polynomial"))
+    eps = check_open_unit("eps", eps)
+    if method == "exact":
+        O, lse = attention_forward(Q, K, V)
+        return O, attention_backward(Q, K, V, O, dO, lse)
+    return (
+        pm.approx_attention(Q, K, V, eps=eps),
+        pm.approx_attention_backward(Q, K, V, dO, eps=eps),
+    )

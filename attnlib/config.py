@@ -13,6 +13,7 @@ __all__ = [
     "MAX_ALLOCATION_BYTES",
     "CHECK_POINTS",
     "SEARCH_POINTS",
+    "DEGREE_MARGIN",
 ]
 
 #: Key-block groups of the compiled fused backward pass (:func:`attnlib.flash_backward`).
@@ -39,3 +40,8 @@ CHECK_POINTS = 100_001
 #: Coarser grid used while searching the least degree; the winner is re-checked on the dense
 #: grid of CHECK_POINTS.
 SEARCH_POINTS = 4_097
+
+#: A degree is accepted only if its measured relative error is at most eps·(1 − DEGREE_MARGIN),
+#: so that a different dense grid (e.g. a reader's np.linspace(-R, R, 10**5)) cannot find a
+#: point just above eps between the points of ours.
+DEGREE_MARGIN = 1e-3

@@ -1,17 +1,9 @@
 """Reference attention math: the forward pass, its gradient, and AS24's loss L(X).
 
-Everything here materialises the n×m score matrix. It is the exact, numerically stable
-baseline every other algorithm in attnlib is checked against, not a fast path
-(see :mod:`attnlib.fast` for the tiled kernels).
-
-Notation (FlashAttention's): Q is n×d, K is m×d, V is m×d_v,
-S = τ QKᵀ, P = row-softmax(S), O = PV, lse_i = log Σ_j exp(S_ij).
-
-:func:`attention_forward`, :func:`attention` and :func:`attention_backward` also take
-batched, multi-head input in the layout of PyTorch's ``scaled_dot_product_attention``:
-Q (..., H, n, d), K (..., H_kv, m, d), V (..., H_kv, m, d_v), with ``is_causal`` (key j kept
-for query i iff j <= i) and ``enable_gqa`` (H a multiple of H_kv; query head h uses key/value
-head h // (H / H_kv)). Each head is the 2-D computation; 2-D input behaves as before.
+The exact, numerically stable baseline every other algorithm in attnlib is checked against;
+it materialises the n×m scores (:mod:`attnlib.fast` has the tiled kernels). Notation:
+Q (n, d), K (m, d), V (m, d_v), S = τQKᵀ, P = row-softmax(S), O = PV, lse_i = log Σ_j e^{S_ij};
+batched multi-head input follows PyTorch's ``scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -35,6 +27,7 @@ __all__ = [
     "attention_forward",
     "attention",
     "attention_backward",
+    "attention_forward_backward",
     "attention_loss",
     "attention_loss_grad",
 ]
@@ -82,6 +75,9 @@ def _probabilities(S, lse):
 def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=False):
     """Softmax attention O = softmax(τ QKᵀ) V and the row log-sum-exp.
 
+    Batched, multi-head input has PyTorch's ``scaled_dot_product_attention`` layout; each
+    head is the 2-D computation.
+
     Parameters
     ----------
     Q : (n, d) float32 or float64, or batched multi-head (..., H, n, d)
@@ -108,6 +104,15 @@ def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable
     ------
     AttnInputError
         for invalid arguments, and when finite inputs make a kept logit of τ QKᵀ overflow.
+
+    Examples
+    --------
+    >>> Q, K, V = np.zeros((1, 2)), np.eye(2), np.array([[1.0], [3.0]])
+    >>> O, lse = attention_forward(Q, K, V)  # equal scores: the mean of V's rows
+    >>> O.tolist(), round(float(lse[0]), 6)  # lse = log 2
+    ([[2.0]], 0.693147)
+    >>> attention_forward(Q, K, V, is_causal=True)[0].tolist()  # query 0 sees key 0 only
+    [[1.0]]
     """
     if _is_batched(Q):
         return _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa)
@@ -147,7 +152,7 @@ def attention(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=Fal
     """O = softmax(τ QKᵀ) V, shape (n, d_v) or batched (..., H, n, d_v).
 
     Arguments as in :func:`attention_forward` (Q (n, d) or (..., H, n, d), K and V (m, ·)
-    or (..., H_kv, m, ·)). Raises AttnInputError as :func:`attention_forward` does.
+    or (..., H_kv, m, ·)). Raises :class:`AttnInputError` as :func:`attention_forward` does.
     """
     return attention_forward(
         Q, K, V, scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa
@@ -185,7 +190,17 @@ def attention_backward(
 
     Raises
     ------
-    AttnInputError for invalid arguments (the message names the argument).
+    AttnInputError
+        for invalid arguments (the message names the argument), and when finite inputs make a
+        kept logit of τ QKᵀ overflow.
+
+    Examples
+    --------
+    >>> Q, K, V = np.zeros((1, 2)), np.eye(2), np.array([[1.0], [3.0]])
+    >>> O, lse = attention_forward(Q, K, V, scale=1.0)
+    >>> dQ, dK, dV = attention_backward(Q, K, V, O, np.ones((1, 1)), lse, scale=1.0)
+    >>> dQ.tolist(), dK.tolist(), dV.tolist()
+    ([[-0.5, 0.5]], [[0.0, 0.0], [0.0, 0.0]], [[0.5], [0.5]])
     """
     if _is_batched(Q):
         return _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa)
@@ -206,6 +221,36 @@ def attention_backward(
     dQ = (dS @ K) * t
     dK = (dS.T @ Q) * t
     return dQ, dK, dV
+
+
+def attention_forward_backward(
+    Q, K, V, dO, *, scale=None, mask=None, is_causal=False, enable_gqa=False
+):
+    """One training step's exact attention work: :func:`attention_forward`, then
+    :func:`attention_backward` for the upstream gradient ``dO`` = ∂loss/∂O.
+
+    Arguments as in :func:`attention_forward`, and ``dO`` shaped like O: (n, d_v), or
+    (..., H, n, d_v). Returns ``(O, dQ, dK, dV)``; its time is Θ(n m d) and its memory
+    Θ(n m), since both passes hold the n×m scores.
+
+    Raises
+    ------
+    AttnInputError
+        as :func:`attention_forward` and :func:`attention_backward` do.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V, dO = (rng.standard_normal((4, 3)) for _ in range(4))
+    >>> O, dQ, dK, dV = attention_forward_backward(Q, K, V, dO)
+    >>> O2, lse = attention_forward(Q, K, V)
+    >>> grads = attention_backward(Q, K, V, O2, dO, lse)
+    >>> all(np.array_equal(a, b) for a, b in zip((dQ, dK, dV), grads))
+    True
+    """
+    options = {"scale": scale, "mask": mask, "is_causal": is_causal, "enable_gqa": enable_gqa}
+    O, lse = attention_forward(Q, K, V, **options)
+    return (O, *attention_backward(Q, K, V, O, dO, lse, **options))
 
 
 # ---------------------------------------------------------------------------------------
@@ -398,6 +443,17 @@ def attention_loss_grad(X, A1, A2, A3, Y, E):
 
     Raises :class:`AttnInputError` for invalid arguments, and when finite inputs overflow
     (the logits A₁XA₂ᵀ/d, the values A₃Y, or the gradient itself).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((2, 3, 3))
+    >>> A1, A2, A3, E = rng.standard_normal((4, 5, 3))
+    >>> O, lse = attention_forward(A1 @ X, A2, A3 @ Y, scale=1 / 3)
+    >>> dQ, _, _ = attention_backward(A1 @ X, A2, A3 @ Y, O, O - E, lse, scale=1 / 3)
+    >>> G = attention_loss_grad(X, A1, A2, A3, Y, E)  # the backward pass at Q = A₁X, τ = 1/d
+    >>> np.allclose(G, A1.T @ dQ, rtol=1e-12, atol=0)
+    True
     """
     X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
     d = A1.shape[1]

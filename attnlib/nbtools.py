@@ -13,8 +13,9 @@ only to the precision that survives such a change:
 * a value glued into the prose (``myst_nb.glue``) is rounded first, so the stored value carries
   no digit the prose does not use: :func:`significant`, :func:`glue_number`.
 
-Showing code from the library, never pasted: :func:`source`, :func:`show` (a function with or
-without its docstring); :func:`markdown_table`, :func:`show_table`.
+Showing code from the library, never pasted: :func:`source`, :func:`listing`, :func:`show` (a
+function with or without its docstring, collapsed when long); :func:`markdown_table`,
+:func:`show_table`.
 
 Measuring: :func:`rel_err`, :func:`central_difference`, :func:`median_time` (CPU or wall
 time, stated by the caller), :func:`traced_peak_bytes`, :func:`machine_rates`; fitting a power
@@ -27,6 +28,7 @@ import ast
 import inspect
 import math
 import numbers
+import re
 import statistics
 import textwrap
 import time
@@ -43,6 +45,7 @@ __all__ = [
     "glue_number",
     "source",
     "show",
+    "listing",
     "markdown_table",
     "show_table",
     "rel_err",
@@ -188,12 +191,66 @@ def source(fn, *, docstring: bool = True) -> str:
     return "".join(lines[: first.lineno - 1] + lines[first.end_lineno :])
 
 
+#: A listing longer than this many lines is shown collapsed, under a one-line summary.
+COLLAPSE_LINES = 25
+
+
+class Listing:
+    """A code listing as a notebook shows it: highlighted HTML, collapsed under a one-line
+    summary when longer than :data:`COLLAPSE_LINES`; its plain-text form is the code itself
+    (so a re-executed notebook compares the source, line by line)."""
+
+    def __init__(self, code: str, summary: str):
+        self.code = code
+        self.summary = summary
+
+    def __repr__(self) -> str:
+        return self.code
+
+    def _repr_html_(self) -> str:
+        import html
+
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+
+        body = highlight(self.code, PythonLexer(), HtmlFormatter(cssclass="highlight"))
+        lines = self.code.count("\n") + 1
+        if lines <= COLLAPSE_LINES:
+            return f'<div class="book-listing">{body}</div>'
+        summary = html.escape(f"{self.summary} ({lines} lines)")
+        return f'<details class="book-listing"><summary>{summary}</summary>{body}</details>'
+
+
+def listing(fn, *, docstring: bool = True, summary: str | None = None) -> Listing:
+    """The library source of ``fn`` (see :func:`source`) as a :class:`Listing`. The summary
+    defaults to the function's qualified name and the first line of its docstring.
+
+    Raises :class:`attnlib.AttnInputError` if ``fn`` has no Python source or ``summary`` is
+    not a string.
+    """
+    code = source(fn, docstring=docstring).rstrip("\n")
+    if summary is None:
+        target = _unwrap(fn)
+        doc = (inspect.getdoc(target) or "").strip().split("\n\n")[0].replace("\n", " ")
+        doc = re.sub(r":\w+:`~?([^`]*)`", r"\1", doc).replace("``", "")  # plain text
+        name = f"{target.__module__}.{target.__qualname__}"
+        summary = f"{name}: {doc}" if doc else name
+    elif not isinstance(summary, str):
+        raise AttnInputError(f"summary must be a string, got {type(summary).__name__}")
+    return Listing(code, summary)
+
+
 def show(*functions, docstring: bool = True) -> None:
-    """Display the library source of each function (see :func:`source`) as a code listing."""
-    from IPython.display import Code, display
+    """Display the library source of each function as a :class:`Listing` (collapsed when it
+    is longer than :data:`COLLAPSE_LINES` lines).
+
+    Raises :class:`attnlib.AttnInputError` if a function has no Python source.
+    """
+    from IPython.display import display
 
     for fn in functions:
-        display(Code(source(fn, docstring=docstring), language="python"))
+        display(listing(fn, docstring=docstring))
 
 
 def markdown_table(header, rows) -> str:
@@ -316,20 +373,29 @@ def traced_peak_bytes(fn, *args) -> int:
             tracemalloc.stop()
 
 
-def machine_rates(n: int = 512, length: int = 2**24, repeats: int = 5) -> tuple[float, float]:
-    """This machine's float64 rates as ``(flops per second, words per second)``: an n × n
-    matrix product (2n³ flops, best of ``repeats``) and a copy of ``length`` words (each word
-    read and written: 2·length words moved). Their ratio is the machine balance in flops per
-    word. Runs on however many BLAS threads are in force.
+def machine_rates(
+    n: int = 512, length: int = 2**24, repeats: int = 5, *, dtype="float64"
+) -> tuple[float, float]:
+    """This machine's rates in ``dtype`` as ``(flops per second, words per second)``: an
+    n × n matrix product (2n³ flops, best of ``repeats``) and a copy of ``length`` words (each
+    word read and written: 2·length words moved). Their ratio is the machine balance in flops
+    per word. Runs on however many BLAS threads are in force.
 
-    Raises :class:`attnlib.AttnInputError` on a size or count below 1.
+    Raises :class:`attnlib.AttnInputError` on a size or count below 1 or a dtype other than
+    float32 and float64.
     """
     n = check_int("n", n)
     length = check_int("length", length)
     repeats = check_int("repeats", repeats)
+    try:
+        name = np.dtype(dtype).name
+    except (TypeError, ValueError):
+        name = repr(dtype)
+    dtype = np.dtype(check_choice("dtype", name, ("float32", "float64")))
     rng = np.random.default_rng(0)
-    A, B, C = rng.random((n, n)), rng.random((n, n)), np.empty((n, n))
-    x, y = rng.random(length), np.empty(length)
+    A, B = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
+    C = np.empty((n, n), dtype=dtype)
+    x, y = rng.random(length).astype(dtype), np.empty(length, dtype=dtype)
     t_mm = t_copy = math.inf
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -1,8 +1,18 @@
 """Slow, obviously correct oracles: explicit Python loops over i and j, in float64.
 
 They follow the definitions line by line (FA2 Alg. 2; AS24 Def. 1.2 and Lemma C.7) and share
-no code with attnlib.
-Use them only on small inputs.
+no code with attnlib. Use them only on small inputs.
+
+The suite's chain of trust:
+
+1. these loop oracles are checked against scipy (softmax, logsumexp) and finite differences
+   (test_naive.py);
+2. the exact core (attnlib.exact) is checked against them (test_exact.py);
+3. everything else (the compiled kernels, the machine schedules, the polynomial method, the
+   models) is checked against the exact core.
+
+The pebble-game oracle, a breadth-first search over every configuration, is checked on
+hand-counted graphs (test_naive.py) and is in turn the reference for attnlib.iomodel.optimal.
 """
 
 from __future__ import annotations

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
+import attnlib as al
+import attnlib.polymethod as pm
 from attnlib import AttnInputError
 from attnlib import iomodel as io
-from attnlib.advice import METHODS, advise, decision_map, method_boundaries, method_flops
+from attnlib.advice import (
+    METHODS,
+    advise,
+    attention_step,
+    decision_map,
+    entry_bound,
+    method_boundaries,
+    method_flops,
+)
 
 
 def test_tiny_entries_long_sequence_choose_polynomial():
@@ -101,12 +112,59 @@ def test_advise_bad_input(args, kwargs, match):
         advise(*args, **kwargs)
 
 
-def test_helpers_bad_input():
-    with pytest.raises(AttnInputError, match="method must be one of"):
-        method_flops("fast", 10, 4)
-    with pytest.raises(AttnInputError, match="rank must be an integer"):
-        method_flops("polynomial", 10, 4)
-    with pytest.raises(AttnInputError, match="n_hi must exceed n_lo=64"):
-        method_boundaries(32, 1.0, 1e-3, 4096, n_lo=64, n_hi=64)
-    with pytest.raises(AttnInputError, match="method must be one of"):
-        advise(64, 32, 1.0, 1e-3, 4096).cost_of("naive")
+BAD_HELPER_INPUT = [
+    (lambda: method_flops("fast", 10, 4), "method must be one of"),
+    (lambda: method_flops("polynomial", 10, 4), "rank must be an integer"),
+    (lambda: method_boundaries(32, 1.0, 1e-3, 4096, n_lo=64, n_hi=64), "n_hi must exceed n_lo=64"),
+    (lambda: advise(64, 32, 1.0, 1e-3, 4096).cost_of("naive"), "method must be one of"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_HELPER_INPUT)
+def test_helpers_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+def test_entry_bound_folds_the_scale_so_that_every_logit_is_within_b_squared(rng):
+    Q, K = rng.normal(size=(20, 16)), rng.normal(size=(30, 16))
+    B = entry_bound(Q, K)
+    assert B == 16**0.25 * max(np.abs(Q).max(), np.abs(K).max())
+    assert np.abs(Q @ K.T / 4.0).max() <= B**2
+    # any scale: logits scale·QKᵀ lie in [−B², B²]; at AS24's own scale 1/d, B = max(|Q|, |K|)
+    assert np.abs(0.7 * Q @ K.T).max() <= entry_bound(Q, K, scale=0.7) ** 2
+    assert entry_bound(Q, K, scale=1 / 16) == max(np.abs(Q).max(), np.abs(K).max())
+    # attained when a query and a key are equal with all entries at the maximum
+    c = np.full((1, 16), 0.5)
+    assert math.isclose((c @ c.T / 4.0).item(), entry_bound(c, c) ** 2)
+
+
+def test_attention_step_is_the_forward_and_backward_of_each_method(rng):
+    Q, K = rng.uniform(-0.5, 0.5, (40, 4)), rng.uniform(-0.5, 0.5, (50, 4))
+    V, dO = rng.normal(size=(50, 3)), rng.normal(size=(40, 3))
+    O, grads = attention_step("exact", Q, K, V, dO)
+    O_ref, lse = al.attention_forward(Q, K, V)
+    assert np.array_equal(O, O_ref)
+    for a, b in zip(grads, al.attention_backward(Q, K, V, O_ref, dO, lse), strict=True):
+        assert np.array_equal(a, b)
+    O_p, grads_p = attention_step("polynomial", Q, K, V, dO, 1e-4)
+    assert np.array_equal(O_p, pm.approx_attention(Q, K, V, eps=1e-4))
+    assert np.abs(O_p - O).max() <= pm.forward_error_bound(1e-4, np.abs(V).max())
+    assert [g.shape for g in grads_p] == [(40, 4), (50, 4), (50, 3)]
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda Q: entry_bound(Q, Q[:, :2]), "K must have d=4 columns like Q"),
+        (lambda Q: entry_bound(Q, Q, scale=0.0), "scale must be a positive"),
+        (lambda Q: entry_bound(Q.astype(int), Q), "Q must have a float32 or float64 dtype"),
+        (lambda Q: attention_step("flash", Q, Q, Q, Q), "method must be one of"),
+        (lambda Q: attention_step("exact", Q, Q, Q, Q, 0.0), r"eps must be a real number in"),
+        (lambda Q: attention_step("polynomial", Q, Q, Q, Q[:2]), "dO must have shape"),
+        (lambda Q: attention_step("exact", Q, Q, Q[:2], Q), "V must have m=5 rows like K"),
+    ],
+)
+def test_entry_bound_and_attention_step_bad_input(call, match):
+    with pytest.raises(AttnInputError, match=match):
+        call(np.ones((5, 4)))

@@ -7,24 +7,17 @@ import math
 import numpy as np
 import pytest
 import scipy.special
-from conftest import rel_err
+from helpers import random_qkv, rel_err
 from hypothesis import given
 from hypothesis import strategies as st
 from naive import naive_backward, naive_forward, naive_loss, naive_loss_grad
 
 import attnlib as al
+from attnlib.nbtools import central_difference
 
 # FlashAttention's awkward (n, m) shapes, scaled to stay fast, crossed with d of 1, 3 and 64.
 SHAPES = [(1, 1), (239, 1), (113, 203), (127, 128), (128, 127)]
 DIMS = [1, 3, 64]
-
-
-def random_qkv(rng, n, m, d, dv=None, dtype=np.float64):
-    dv = d if dv is None else dv
-    Q = rng.standard_normal((n, d)).astype(dtype)
-    K = rng.standard_normal((m, d)).astype(dtype)
-    V = rng.standard_normal((m, dv)).astype(dtype)
-    return Q, K, V
 
 
 def loss_inputs(rng, n, d, m=None, scale=0.5):
@@ -90,17 +83,6 @@ def test_row_statistics_match_scipy(rng):
 
 
 # ----------------------------------------------------------------------- finite differences
-
-
-def central_difference(f, x, h):
-    """∂f/∂x entry by entry, by central differences; x is perturbed on a copy."""
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[idx] += h
-        xm[idx] -= h
-        g[idx] = (f(xp) - f(xm)) / (2 * h)
-    return g
 
 
 def test_qkv_gradients_match_finite_differences(rng):

@@ -12,18 +12,10 @@ import math
 import numba
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import random_qkv, rel_err
 
 import attnlib as al
 from attnlib import AttnInputError, fast
-
-
-def random_qkv(rng, n, m, d, dv=None, dtype=np.float64):
-    dv = d if dv is None else dv
-    Q = rng.standard_normal((n, d)).astype(dtype)
-    K = rng.standard_normal((m, d)).astype(dtype)
-    V = rng.standard_normal((m, dv)).astype(dtype)
-    return Q, K, V
 
 
 def keep_mask(n, m, mask=None, causal=False):
@@ -235,14 +227,6 @@ def test_results_do_not_depend_on_the_number_of_threads(rng, dtype):
 # ------------------------------------------------------------------------------ validation
 
 
-@pytest.fixture
-def qkv():
-    rng = np.random.default_rng(0)
-    Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
-    O, lse = al.attention_forward(Q, K, V)
-    return dict(Q=Q, K=K, V=V, O=O, dO=np.ones_like(O), lse=lse)
-
-
 def forward_pair(a, kw):
     return (
         lambda: al.attention_forward(a["Q"], a["K"], a["V"], **kw),
@@ -258,19 +242,6 @@ def backward_pair(a, kw):
     )
 
 
-# (argument to replace, replacement builder, expected message fragment)
-BAD_ARRAYS = [
-    ("Q", lambda a: a["Q"][0], r"Q must be 2-dimensional, got shape \(3,\)"),
-    ("K", lambda a: a["K"][:, :2], r"K must have d=3 columns like Q, got 2"),
-    ("V", lambda a: a["V"][:4], r"V must have m=5 rows like K, got 4"),
-    ("Q", lambda a: np.where(a["Q"] > 0, np.nan, a["Q"]), r"Q must be finite"),
-    ("K", lambda a: np.full_like(a["K"], np.inf), r"K must be finite"),
-    ("Q", lambda a: a["Q"].astype(np.int64), r"Q must have a float32 or float64 dtype, got int"),
-    ("K", lambda a: a["K"].astype(complex), r"K must have a float32 or float64 dtype, got comp"),
-    ("V", lambda a: a["V"].astype(object), r"V must have a float32 or float64 dtype, got obj"),
-    ("Q", lambda a: np.zeros((0, 3)), r"Q must be non-empty, got shape \(0, 3\)"),
-    ("V", lambda a: None, r"V must be an array, got None"),
-]
 BAD_KEYWORDS = [
     (dict(scale=0.0), r"scale must be a positive finite real number, got 0.0"),
     (dict(scale=float("inf")), r"scale must be a positive finite real number, got inf"),
@@ -291,16 +262,6 @@ def raised(call):
     with pytest.raises(AttnInputError) as info:
         call()
     return str(info.value)
-
-
-@pytest.mark.parametrize("pair", [forward_pair, backward_pair], ids=["forward", "backward"])
-@pytest.mark.parametrize("arg,make,message", BAD_ARRAYS)
-def test_bad_arrays_are_refused_exactly_like_exact(qkv, pair, arg, make, message):
-    qkv[arg] = make(qkv)
-    exact_call, fast_call = pair(qkv, {})
-    got = raised(fast_call)
-    assert got == raised(exact_call)
-    assert __import__("re").search(message, got)
 
 
 @pytest.mark.parametrize("pair", [forward_pair, backward_pair], ids=["forward", "backward"])

@@ -19,22 +19,10 @@ def f_direct(Q, K, V, lam, tau):
     return float(np.sum(al.attention(Q, K, V, scale=lam * tau) ** 2))
 
 
-def noisy_grad(rel, seed):
-    """The exact gradient plus i.i.d. Gaussian noise of size rel·max|G| on every entry."""
-    rng = np.random.default_rng(seed)
-
-    def grad(*args):
-        G = GRAD(*args)
-        return G + rel * np.abs(G).max() * rng.standard_normal(G.shape)
-
-    return grad
-
-
 def gap_instance(n, planted, seed):
-    m = 12 * int(math.log2(n))
-    t = m // 6
-    A, B, _ = hd.planted_gap_ann(n, m, t, 1.0, planted=planted, seed=seed)
-    Q, K, V, _ = hd.gap_ann_to_attention(A, B, t, 1.0, scale=1 / (2 * m))
+    m, t, eps = hd.gap_ann_parameters(n)
+    A, B, _ = hd.planted_gap_ann(n, m, t, eps, planted=planted, seed=seed)
+    Q, K, V, _ = hd.gap_ann_to_attention(A, B, t, eps, scale=1 / (2 * m))
     return Q, K, V, 1 / (2 * m)
 
 
@@ -145,7 +133,7 @@ def test_gap_ann_decided_from_noisy_gradients(n):
         for planted in (True, False):
             Q, K, V, tau = gap_instance(n, planted, seed)
             est = hd.attention_from_gradient(
-                Q, K, V, noisy_grad(1e-3, 100 + seed), nodes=32, scale=tau
+                Q, K, V, hd.noisy_gradient(GRAD, 1e-3, 100 + seed), nodes=32, scale=tau
             )
             # YES: some row's mass > 0.93, so f(1) > 0.86; NO: f(1) < n·(e^-2/n²)² ≈ 0
             if planted:
@@ -156,35 +144,46 @@ def test_gap_ann_decided_from_noisy_gradients(n):
 
 
 # ---------------------------------------------------------------- bad input
-def test_bad_grad_fn():
+BAD_GRAD_FN = [
+    (lambda Q, K, V: hd.attention_from_gradient(Q, K, V, "grad"), "grad_fn must be callable"),
+    (
+        lambda Q, K, V: hd.attention_from_gradient(Q, K, V, lambda *a: np.zeros((3, 3))),
+        r"grad_fn must return a finite \(4, 4\)",
+    ),
+    (
+        lambda Q, K, V: hd.riemann_from_gradient(
+            Q, K, V, lambda *a: np.full((4, 4), np.nan), nodes=2
+        ),
+        r"grad_fn must return a finite \(4, 4\)",
+    ),
+    (
+        lambda Q, K, V: hd.norm_derivative_from_gradient(Q, K, V, 0.5, lambda *a: "x"),
+        "grad_fn must return",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_GRAD_FN)
+def test_bad_grad_fn(call, message):
     Q, K, V, _ = random_instance(0)
-    with pytest.raises(AttnInputError, match="grad_fn must be callable"):
-        hd.attention_from_gradient(Q, K, V, "grad")
-    with pytest.raises(AttnInputError, match=r"grad_fn must return a finite \(4, 4\)"):
-        hd.attention_from_gradient(Q, K, V, lambda *a: np.zeros((3, 3)))
-    with pytest.raises(AttnInputError, match=r"grad_fn must return a finite \(4, 4\)"):
-        hd.riemann_from_gradient(Q, K, V, lambda *a: np.full((4, 4), np.nan), nodes=2)
-    with pytest.raises(AttnInputError, match="grad_fn must return"):
-        hd.norm_derivative_from_gradient(Q, K, V, 0.5, lambda *a: "x")
+    with pytest.raises(AttnInputError, match=message):
+        call(Q, K, V)
+
+
+# Bad Q, K and V: test_qkv_inputs.py.
+BAD_QUADRATURE = [
+    (dict(nodes=0), "nodes must be an integer >= 1"),
+    (dict(nodes=2.5), "nodes must be an integer"),
+    (dict(scale=0.0), "scale must be a positive finite real"),
+]
 
 
 @pytest.mark.parametrize("fn", [hd.attention_from_gradient, hd.riemann_from_gradient])
-def test_bad_quadrature_arguments(fn):
+@pytest.mark.parametrize("kwargs,message", BAD_QUADRATURE)
+def test_bad_quadrature_arguments(fn, kwargs, message):
     Q, K, V, _ = random_instance(0)
-    with pytest.raises(AttnInputError, match="nodes must be an integer >= 1"):
-        fn(Q, K, V, GRAD, nodes=0)
-    with pytest.raises(AttnInputError, match="nodes must be an integer"):
-        fn(Q, K, V, GRAD, nodes=2.5)
-    with pytest.raises(AttnInputError, match="scale must be a positive finite real"):
-        fn(Q, K, V, GRAD, scale=0.0)
-    with pytest.raises(AttnInputError, match="K must have d=4 columns like Q, got 3"):
-        fn(Q, K[:, :3], V, GRAD)
-    with pytest.raises(AttnInputError, match="V must have m=9 rows like K, got 8"):
-        fn(Q, K, V[:8], GRAD)
-    with pytest.raises(AttnInputError, match="Q must have a float32 or float64 dtype"):
-        fn(Q.astype(int), K, V, GRAD)
-    with pytest.raises(AttnInputError, match="V must be finite"):
-        fn(Q, K, np.full_like(V, np.inf), GRAD)
+    with pytest.raises(AttnInputError, match=message):
+        fn(Q, K, V, GRAD, **kwargs)
 
 
 def test_gauss_legendre_node_cap():
@@ -239,7 +238,79 @@ def test_gauss_legendre_bound_rejects_bad_input(kwargs):
         hd.gauss_legendre_error_bound(Q, K, V, nodes, **kwargs)
 
 
-def test_gauss_legendre_bound_rejects_mismatched_shapes():
+# ---------------------------------------------------------------- f(λ) directly
+@pytest.mark.parametrize("lam", [0.25, 1.0, 3.0])
+@pytest.mark.parametrize("scale", [None, 0.5])
+def test_attention_norm_squared_is_the_forward_pass(lam, scale):
+    Q, K, V, tau = random_instance(3)
+    tau = tau if scale is None else scale
+    assert hd.attention_norm_squared(Q, K, V, lam=lam, scale=scale) == f_direct(Q, K, V, lam, tau)
+
+
+def test_attention_norm_squared_at_zero_is_the_limit():
+    Q, K, V, tau = random_instance(4)
+    f0 = hd.attention_norm_squared(Q, K, V, lam=0.0)
+    assert f0 == pytest.approx(f_direct(Q, K, V, 1e-9, tau), rel=1e-7)
+    # the quadrature starts from the same f(0)
+    assert hd.attention_from_gradient(Q, K, V, lambda *a: np.zeros((4, 4)), nodes=2) == f0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda Q, K, V: hd.attention_norm_squared(Q, K, V, lam=-1.0), "lam"),
+        (lambda Q, K, V: hd.attention_norm_squared(Q, K, V, lam=math.inf), "lam"),
+        (lambda Q, K, V: hd.attention_norm_squared(Q, K, V[:-1], lam=0.0), "V"),
+        (lambda Q, K, V: hd.attention_norm_squared(Q, K, V, scale=0.0), "scale"),
+        (lambda Q, K, V: hd.attention_norm_squared(Q, K[:, :2], V), "K"),
+    ],
+)
+def test_attention_norm_squared_rejects_bad_input(call, match):
     Q, K, V, _ = random_instance(0)
-    with pytest.raises(AttnInputError, match="V"):
-        hd.gauss_legendre_error_bound(Q, K, V[:-1], 8)
+    with pytest.raises(AttnInputError, match=match):
+        call(Q, K, V)
+
+
+# ---------------------------------------------------------------- noise
+def test_noisy_gradient_adds_relative_gaussian_noise():
+    Q, K, V, tau = random_instance(5)
+    args = (np.eye(4), Q, K, V[:, :3] @ np.ones((3, 4)), np.eye(4), np.zeros((7, 4)))
+    G = GRAD(*args)
+    noisy = hd.noisy_gradient(GRAD, 1e-3, np.random.default_rng(1))
+    xi = np.random.default_rng(1).standard_normal(G.shape)
+    np.testing.assert_array_equal(noisy(*args), G + 1e-3 * np.abs(G).max() * xi)
+    # a shared generator draws fresh noise on every call; a seed is the same as its generator
+    assert not np.array_equal(noisy(*args), noisy(*args))
+    np.testing.assert_array_equal(
+        hd.noisy_gradient(GRAD, 0.5, 7)(*args),
+        hd.noisy_gradient(GRAD, 0.5, np.random.default_rng(7))(*args),
+    )
+    np.testing.assert_array_equal(hd.noisy_gradient(GRAD, 0.0, 0)(*args), G)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [((None, 1e-3, 0), "grad_fn"), ((GRAD, -1.0, 0), "rel"), ((GRAD, 1e-3, "0"), "rng")],
+)
+def test_noisy_gradient_rejects_bad_input(args, match):
+    with pytest.raises(AttnInputError, match=match):
+        hd.noisy_gradient(*args)
+
+
+# ---------------------------------------------------------------- guaranteed node counts
+@pytest.mark.parametrize("instance", [random_instance(0), ov_instance(16, True, 0)])
+def test_gauss_legendre_nodes_needed_is_the_first_certified_count(instance):
+    Q, K, V, tau = instance
+    for tol in (1e-3, 1e-6, 1e-9):
+        N = hd.gauss_legendre_nodes_needed(Q, K, V, tol, scale=tau)
+        assert hd.gauss_legendre_error_bound(Q, K, V, N, scale=tau) <= tol
+        if N > 1:
+            assert hd.gauss_legendre_error_bound(Q, K, V, N - 1, scale=tau) > tol
+
+
+def test_gauss_legendre_nodes_needed_refuses_an_unreachable_tolerance():
+    Q, K, V, tau = ov_instance(16, True, 0)
+    with pytest.raises(AttnInputError, match="max_nodes"):
+        hd.gauss_legendre_nodes_needed(Q, K, V, 1e-9, scale=tau, max_nodes=2)
+    with pytest.raises(AttnInputError, match="tol"):
+        hd.gauss_legendre_nodes_needed(Q, K, V, 0.0, scale=tau)

@@ -1,4 +1,4 @@
-"""attnlib.hardness.reductions: k-SAT → OV → attention, and planted Gap-ANN → attention."""
+"""attnlib.hardness: k-SAT → OV → attention, and planted Gap-ANN → attention."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import hardness as hd
+from attnlib.nbtools import loglog_slope
 
 
 def sat_count(clauses, n_vars):
@@ -144,7 +145,7 @@ def test_ov_entries_grow_like_log_n():
         logn.append(math.log(max(n, 3)))
         entry.append(max(np.abs(Q).max(), np.abs(K).max()))
     logn, entry = np.array(logn), np.array(entry)
-    slope = np.polyfit(np.log(logn), np.log(entry), 1)[0]
+    slope = loglog_slope(logn, entry)
     assert 0.9 < slope < 1.1, slope
     ratio = entry / logn
     assert ratio.max() / ratio.min() < 1.3
@@ -163,8 +164,9 @@ GAP_SIZES = [8, 16, 32, 64, 128, 256]
 
 
 def gap_params(n):
-    m = 12 * int(math.log2(n))
-    return m, m // 6, 1.0
+    m, t, eps = hd.gap_ann_parameters(n)
+    assert (m, t, eps) == (12 * int(math.log2(n)), m // 6, 1.0)
+    return m, t, eps
 
 
 def test_planted_gap_ann_meets_the_promise():
@@ -203,7 +205,7 @@ def test_gap_ann_masses_are_separated_and_entries_grow_like_sqrt_log_n():
     ratio = entry / np.sqrt(logn)
     assert ratio.max() / ratio.min() < 1.25  # Θ(√log n) ...
     assert (np.diff(entry / logn) < 0).all()  # ... hence o(log n)
-    slope = np.polyfit(np.log(logn), np.log(entry), 1)[0]
+    slope = loglog_slope(logn, entry)
     assert 0.3 < slope < 0.6, slope
 
 
@@ -268,44 +270,164 @@ def test_gap_ann_bad_gap(t, eps, match):
         hd.planted_gap_ann(4, 3, t, eps, planted=True, seed=0)
 
 
-def test_planted_gap_ann_bad_input():
-    with pytest.raises(AttnInputError, match="could not draw rows"):
-        hd.planted_gap_ann(64, 10, 4, 1.0, planted=False, seed=0, max_tries=3)
-    with pytest.raises(AttnInputError, match="planted must be a bool"):
-        hd.planted_gap_ann(4, 40, 4, 1.0, planted=1, seed=0)
-    with pytest.raises(AttnInputError, match="n must be an integer >= 1"):
-        hd.planted_gap_ann(0, 40, 4, 1.0, planted=True, seed=0)
-    with pytest.raises(AttnInputError, match="max_tries must be an integer >= 1"):
-        hd.planted_gap_ann(4, 40, 4, 1.0, planted=True, seed=0, max_tries=0)
+BAD_PLANTED_GAP_ANN = [
+    (
+        lambda: hd.planted_gap_ann(64, 10, 4, 1.0, planted=False, seed=0, max_tries=3),
+        "could not draw rows",
+    ),
+    (lambda: hd.planted_gap_ann(4, 40, 4, 1.0, planted=1, seed=0), "planted must be a bool"),
+    (lambda: hd.planted_gap_ann(0, 40, 4, 1.0, planted=True, seed=0), "n must be an integer >= 1"),
+    (
+        lambda: hd.planted_gap_ann(4, 40, 4, 1.0, planted=True, seed=0, max_tries=0),
+        "max_tries must be an integer >= 1",
+    ),
+]
 
 
-def test_planted_ov_bad_input():
-    with pytest.raises(AttnInputError, match="m=2 is too small for density=0.5"):
-        hd.planted_ov(64, 2, orthogonal=True, seed=0)
-    with pytest.raises(AttnInputError, match="density must be in"):
-        hd.planted_ov(4, 8, orthogonal=False, seed=0, density=1.0)
-    with pytest.raises(AttnInputError, match="orthogonal must be a bool"):
-        hd.planted_ov(4, 8, orthogonal="yes", seed=0)
-    with pytest.raises(AttnInputError, match="seed must be an integer >= 0"):
-        hd.planted_ov(4, 8, orthogonal=True, seed=-2)
+@pytest.mark.parametrize("call,message", BAD_PLANTED_GAP_ANN)
+def test_planted_gap_ann_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
 
 
-def test_sat_to_ov_bad_input():
-    with pytest.raises(AttnInputError, match="literal 0"):
-        hd.sat_to_ov([(1, 0)], 2)
-    with pytest.raises(AttnInputError, match="beyond n_vars=2"):
-        hd.sat_to_ov([(1, 3)], 2)
-    with pytest.raises(AttnInputError, match="at least one clause"):
-        hd.sat_to_ov([], 2)
-    with pytest.raises(AttnInputError, match="n_vars must be an integer <= 40"):
-        hd.sat_to_ov([(1,)], 41)
+BAD_PLANTED_OV = [
+    (lambda: hd.planted_ov(64, 2, orthogonal=True, seed=0), "m=2 is too small for density=0.5"),
+    (lambda: hd.planted_ov(4, 8, orthogonal=False, seed=0, density=1.0), "density must be in"),
+    (lambda: hd.planted_ov(4, 8, orthogonal="yes", seed=0), "orthogonal must be a bool"),
+    (lambda: hd.planted_ov(4, 8, orthogonal=True, seed=-2), "seed must be an integer >= 0"),
+]
 
 
-def test_ov_pair_to_assignment_bad_input():
+@pytest.mark.parametrize("call,message", BAD_PLANTED_OV)
+def test_planted_ov_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+BAD_SAT_TO_OV = [
+    (lambda: hd.sat_to_ov([(1, 0)], 2), "literal 0"),
+    (lambda: hd.sat_to_ov([(1, 3)], 2), "beyond n_vars=2"),
+    (lambda: hd.sat_to_ov([], 2), "at least one clause"),
+    (lambda: hd.sat_to_ov([(1,)], 41), "n_vars must be an integer <= 40"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_SAT_TO_OV)
+def test_sat_to_ov_bad_input(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+BAD_OV_PAIR = [
+    (lambda: hd.ov_pair_to_assignment(4, 0, 4), "i must be an integer <= 3"),
+    (lambda: hd.ov_pair_to_assignment(0, -1, 4), "j must be an integer >= 0"),
+    (lambda: hd.ov_pair_to_assignment(0, 0, 0), "n_vars must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_OV_PAIR)
+def test_ov_pair_to_assignment_bad_input(call, message):
     assert hd.ov_pair_to_assignment(1, 2, 4) == (True, False, False, True)
-    with pytest.raises(AttnInputError, match="i must be an integer <= 3"):
-        hd.ov_pair_to_assignment(4, 0, 4)
-    with pytest.raises(AttnInputError, match="j must be an integer >= 0"):
-        hd.ov_pair_to_assignment(0, -1, 4)
-    with pytest.raises(AttnInputError, match="n_vars must be an integer >= 1"):
-        hd.ov_pair_to_assignment(0, 0, 0)
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+# ---------------------------------------------------------------- adversarial NO instances
+@pytest.mark.parametrize("n, m", [(1, 1), (4, 6), (9, 4), (64, 18)])
+def test_adversarial_no_ov_has_every_inner_product_one(n, m):
+    A, B = hd.adversarial_no_ov(n, m)
+    assert A.shape == B.shape == (n, m) and A.dtype == B.dtype == np.bool_
+    assert (A.astype(int) @ B.astype(int).T == 1).all()
+    assert hd.brute_force_ov(A, B) is None
+    Q, K, V, thr = hd.ov_to_attention(A, B)
+    assert al.attention(Q, K, V)[:, 0].max() < thr
+
+
+@pytest.mark.parametrize("args", [(0, 3), (3, 0), (2.5, 3), (3, True)])
+def test_adversarial_no_ov_rejects_bad_sizes(args):
+    with pytest.raises(AttnInputError):
+        hd.adversarial_no_ov(*args)
+
+
+# ---------------------------------------------------------------- LSH on planted Gap-ANN
+@pytest.mark.parametrize("n", [16, 64, 256])
+def test_lsh_finds_every_planted_pair_with_few_comparisons(n):
+    m, t, eps = gap_params(n)
+    for seed in range(3):
+        A, B, planted = hd.planted_gap_ann(n, m, t, eps, planted=True, seed=seed)
+        pair, comparisons = hd.lsh_close_pair(A, B, t, seed=seed)
+        assert pair == planted
+        assert comparisons < n * n / 4 or n == 16
+
+
+def test_lsh_finds_nothing_in_a_no_instance_and_counts_its_comparisons():
+    m, t, eps = gap_params(32)
+    A, B, _ = hd.planted_gap_ann(32, m, t, eps, planted=False, seed=0)
+    pair, comparisons = hd.lsh_close_pair(A, B, t, k=2, reps=3, seed=0)
+    assert pair is None
+    # with k = 2 bits every pair lands in one of 4 buckets: about a quarter of all pairs
+    assert 3 * 32 * 32 / 8 < comparisons < 3 * 32 * 32 / 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"k": 0}, "k"), ({"k": 63}, "k"), ({"reps": 0}, "reps"), ({"seed": -1}, "seed")],
+)
+def test_lsh_rejects_bad_arguments(kwargs, match):
+    A, B, _ = hd.planted_gap_ann(8, 36, 6, 1.0, planted=True, seed=0)
+    with pytest.raises(AttnInputError, match=match):
+        hd.lsh_close_pair(A, B, 6, **kwargs)
+    with pytest.raises(AttnInputError, match="t"):
+        hd.lsh_close_pair(A, B, 0)
+    with pytest.raises(AttnInputError, match="B"):
+        hd.lsh_close_pair(A, B[:, :5], 6)
+
+
+def test_gap_ann_parameters_rejects_n_below_two():
+    for n in (1, 0, 2.0):
+        with pytest.raises(AttnInputError, match="n"):
+            hd.gap_ann_parameters(n)
+
+
+# ---------------------------------------------------------------- needed entry sizes
+def ov_cases(n, m, scale):
+    cases = [
+        (*hd.ov_to_attention(*hd.planted_ov(n, m, orthogonal=yes, seed=s)[:2], scale=scale), yes)
+        for s in range(3)
+        for yes in (True, False)
+    ]
+    return cases + [(*hd.ov_to_attention(*hd.adversarial_no_ov(n, m), scale=scale), False)]
+
+
+def test_needed_entry_factor_is_the_bisection_boundary():
+    n, m = 16, 12
+    cases = ov_cases(n, m, 1 / m)
+    c = hd.needed_entry_factor(cases, 1 / m, steps=20)
+    assert 0 < c <= 1
+
+    def decided(f):
+        return all(
+            (al.attention(Q, K, V, scale=f * f / m)[:, 0].max() >= thr) == yes
+            for Q, K, V, thr, yes in cases
+        )
+
+    assert decided(c) and not decided(c - 2.0**-19)
+    # the adversarial NO instance needs β c² ≥ about ln(4n), so c is well below 1
+    assert c < 0.95
+
+
+def test_needed_entry_factor_rejects_bad_input():
+    cases = ov_cases(8, 9, 1 / 9)
+    with pytest.raises(AttnInputError, match="instances"):
+        hd.needed_entry_factor([], 1 / 9)
+    with pytest.raises(AttnInputError, match=r"instances\[0\]"):
+        hd.needed_entry_factor([cases[0][:4]], 1 / 9)
+    with pytest.raises(AttnInputError, match="yes"):
+        hd.needed_entry_factor([(*cases[0][:4], "yes")], 1 / 9)
+    with pytest.raises(AttnInputError, match="scale"):
+        hd.needed_entry_factor(cases, 0.0)
+    with pytest.raises(AttnInputError, match="steps"):
+        hd.needed_entry_factor(cases, 1 / 9, steps=0)
+    wrong = [(*cases[0][:4], not cases[0][4])]
+    with pytest.raises(AttnInputError, match="factor 1"):
+        hd.needed_entry_factor(wrong, 1 / 9)

@@ -99,13 +99,10 @@ def test_read_dimacs_satlib_style():
         ([(1,)], 0, "n_vars must be an integer >= 1"),
     ],
 )
-def test_malformed_clauses(clauses, n_vars, match):
+@pytest.mark.parametrize("fn", [hd.check_clauses, hd.brute_force_sat, hd.write_dimacs])
+def test_malformed_clauses(fn, clauses, n_vars, match):
     with pytest.raises(AttnInputError, match=match):
-        hd.check_clauses(clauses, n_vars)
-    with pytest.raises(AttnInputError, match=match):
-        hd.brute_force_sat(clauses, n_vars)
-    with pytest.raises(AttnInputError, match=match):
-        hd.write_dimacs(clauses, n_vars)
+        fn(clauses, n_vars)
 
 
 def test_brute_force_sat_refuses_too_many_variables():
@@ -173,3 +170,38 @@ def test_write_dimacs_bad_comment():
 def test_read_dimacs_bad_input(text, match):
     with pytest.raises(AttnInputError, match=match):
         hd.read_dimacs(text)
+
+
+# ---------------------------------------------------------------- all models, counted
+@pytest.mark.parametrize("seed", range(40))
+def test_all_models_and_count_models_match_plain_enumeration(seed):
+    n_vars = 1 + seed % 12
+    f = hd.random_ksat(n_vars, round(4.26 * n_vars), min(3, n_vars), seed=seed)
+    models = hd.all_models(f, n_vars)
+    assert models == sorted(naive_models(f, n_vars), key=code)
+    assert hd.count_models(f, n_vars) == len(models)
+    assert (models[0] if models else None) == hd.brute_force_sat(f, n_vars)
+
+
+def test_all_models_with_an_empty_clause_is_empty():
+    assert hd.all_models([(1,), ()], 2) == [] and hd.count_models([()], 1) == 0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: hd.count_models([(1,)], 31), "n_vars"),
+        (lambda: hd.all_models([(1, 4)], 3), r"clauses\[0\]"),
+        (lambda: hd.count_models("1 2", 2), "clauses"),
+    ],
+)
+def test_model_enumeration_rejects_bad_input(call, match):
+    with pytest.raises(AttnInputError, match=match):
+        call()
+
+
+def test_assignment_bits():
+    assert hd.assignment_bits((True, False, np.bool_(True))) == "101"
+    for bad in ("101", (), (1, 0), None):
+        with pytest.raises(AttnInputError, match="assignment"):
+            hd.assignment_bits(bad)

@@ -30,6 +30,7 @@ from attnlib.iomodel.bounds import (
     matmul_lower_bound,
     sparse_lower_bound,
 )
+from attnlib.nbtools import loglog_slope
 
 # ---- values --------------------------------------------------------------------------------
 
@@ -71,11 +72,11 @@ def test_slopes_of_the_two_branches():
     n, d = 8192, 128
     Ms = np.array([2.0**k for k in range(4, 13)])  # up to d²/4
     small = [forward_lower_bound(n, d, int(M)) for M in Ms]
-    slope_small = np.polyfit(np.log(Ms), np.log(small), 1)[0]
+    slope_small = loglog_slope(Ms, small)
     assert abs(slope_small + 0.5) < 1e-9
     Ml = np.array([2.0**k for k in range(16, 24)])  # from 4d²
     large = [forward_lower_bound(n, d, int(M)) for M in Ml]
-    slope_large = np.polyfit(np.log(Ml), np.log(large), 1)[0]
+    slope_large = loglog_slope(Ml, large)
     assert abs(slope_large + 1.0) < 1e-9
 
 

@@ -4,6 +4,8 @@ constant saved."""
 
 import numpy as np
 import pytest
+from helpers import assert_close as _close
+from helpers import random_qkv_dO
 
 import attnlib as al
 from attnlib import iomodel as io
@@ -35,15 +37,6 @@ def _levels(n, d, d_v):
 GRID = [(n, m, d, d_v, M) for (n, m, d, d_v) in SHAPES for M in _levels(n, d, d_v)]
 
 
-def _close(got, want, tol=1e-12):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape
-    assert np.array_equal(np.isneginf(got), np.isneginf(want))
-    fin = np.isfinite(want)
-    scale = max(1.0, float(np.abs(want[fin]).max()))
-    assert float(np.abs(got[fin] - want[fin]).max()) <= tol * scale
-
-
 def test_grid_size():
     assert len(GRID) >= 30
 
@@ -51,8 +44,7 @@ def test_grid_size():
 @pytest.mark.parametrize("n,m,d,d_v,M", GRID)
 def test_causal_counts_equal_closed_forms_and_outputs_equal_exact(n, m, d, d_v, M):
     rng = np.random.default_rng(n + 7 * m + 31 * d + M)
-    Q, K = rng.standard_normal((n, d)), rng.standard_normal((m, d))
-    V, dO = rng.standard_normal((m, d_v)), rng.standard_normal((n, d_v))
+    Q, K, V, dO = random_qkv_dO(rng, n, m, d, d_v)
     mask = io.causal_mask(n, m)
     O_ref, lse_ref = al.attention_forward(Q, K, V, mask=mask)
     grads_ref = al.attention_backward(Q, K, V, O_ref, dO, lse_ref, mask=mask)

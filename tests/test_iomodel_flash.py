@@ -3,6 +3,8 @@ simulated counts equal to the closed forms, capacity, block sparsity and asympto
 
 import numpy as np
 import pytest
+from helpers import assert_close as _close
+from helpers import random_qkv_dO
 
 import attnlib as al
 from attnlib import AttnInputError
@@ -49,22 +51,7 @@ GRID = [(n, m, d, d_v, M) for (n, m, d, d_v) in SHAPES for M in _levels(n, m, d,
 
 def _inputs(n, m, d, d_v, seed, scale=1.0):
     rng = np.random.default_rng(seed)
-    Q = scale * rng.standard_normal((n, d))
-    K = scale * rng.standard_normal((m, d))
-    V = rng.standard_normal((m, d_v))
-    dO = rng.standard_normal((n, d_v))
-    return Q, K, V, dO
-
-
-def _close(got, want, tol=1e-12):
-    """Entrywise within tol·max(1, max|want|): ~1e-12 in float64 at every magnitude."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape
-    assert np.array_equal(np.isneginf(got), np.isneginf(want))
-    fin = np.isfinite(want)
-    scale = max(1.0, float(np.abs(want[fin]).max())) if fin.any() else 1.0
-    err = float(np.abs(got[fin] - want[fin]).max()) if fin.any() else 0.0
-    assert err <= tol * scale, (err, scale)
+    return random_qkv_dO(rng, n, m, d, d_v, q_scale=scale, k_scale=scale)
 
 
 def test_grid_covers_the_required_ranges():
@@ -360,68 +347,90 @@ def test_standard_pays_n_squared_and_flash_beats_it_once_M_exceeds_2d2():
 # ---- bad inputs --------------------------------------------------------------------------
 
 
-def test_bad_inputs():
+def _fwd(f, a, **kw):
+    return f(a["Q"], a["K"], a["V"], **kw)
+
+
+def _bwd(f, a, **kw):
+    return f(a["Q"], a["K"], a["V"], a["O"], a["dO"], a["lse"], **kw)
+
+
+BAD_INPUTS = [
+    (lambda a: _fwd(io.flash_forward, a, M=12), r"M must be at least 13 words for flash_forward"),
+    (lambda a: _bwd(io.flash_backward, a, M=20), r"M must be at least 21 words for flash_backward"),
+    (
+        lambda a: _fwd(io.standard_forward, a, M=12),
+        r"M must be at least 13 words for flash_forward",
+    ),
+    (lambda a: _bwd(io.standard_backward, a, M=12), r"M must be at least 13 words"),
+    (
+        lambda a: io.flash_backward(a["Q"], a["K"], a["V"], a["O"], a["dO"], a["lse"][:3], M=100),
+        r"lse must have shape \(n,\)",
+    ),
+    (
+        lambda a: io.standard_backward(
+            a["Q"], a["K"], a["V"], a["O"], a["dO"][:, :2], a["lse"], M=100
+        ),
+        r"dO must have shape \(n, d_v\) like O",
+    ),
+    (
+        lambda a: _fwd(io.flash_forward, a, M=100, scale=0.0),
+        "scale must be a positive finite real",
+    ),
+    (lambda a: _fwd(io.flash_forward, a, M="big"), "M must be an integer >= 1"),
+    (
+        lambda a: _fwd(io.flash_forward, a, M=100, blocks=4),
+        r"blocks must be a pair \(B_r, B_c\)",
+    ),
+    (
+        lambda a: _bwd(io.flash_backward, a, M=100, blocks=(2, 0)),
+        r"blocks\[1\] \(B_c\) must be an integer >= 1",
+    ),
+    (
+        lambda a: _fwd(io.flash_forward, a, M=100, mask=np.ones((5, 5), dtype=bool)),
+        r"mask must have shape \(n, m\) = \(6, 5\)",
+    ),
+    (
+        lambda a: _fwd(io.flash_forward, a, M=100, block_mask=np.ones((2, 2), dtype=bool)),
+        r"block_mask must have shape \(T_r, T_c\)",
+    ),
+    (
+        lambda a: _bwd(io.flash_backward, a, M=100, block_mask=np.ones((1, 1))),
+        "block_mask must have a boolean dtype",
+    ),
+    (lambda a: io.flash_forward_count(0, 2, 100), "n must be an integer >= 1"),
+    (lambda a: io.flash_backward_count(4, 2, 100, d_v=0), "d_v must be an integer >= 1"),
+    (lambda a: io.standard_forward_count(4, 2, 100, m=-2), "m must be an integer >= 1"),
+    (lambda a: io.flash_backward_count(4, 2, 17), "M must be at least 18 words for flash_backward"),
+    (
+        lambda a: io.standard_backward_count(4, 2, 10),
+        "M must be at least 11 words for flash_forward",
+    ),
+    (lambda a: io.flash_forward_blocks(0, 100), "d must be an integer >= 1"),
+    (lambda a: io.flash_backward_blocks(2, 0), "M must be an integer >= 1"),
+    (lambda a: io.flash_forward_min_M(2, d_v=0), "d_v must be an integer >= 1"),
+    (lambda a: io.flash_backward_min_M(-1), "d must be an integer >= 1"),
+    (lambda a: io.fa1_blocks(4, 0), "M must be an integer >= 1"),
+    (lambda a: io.flash_forward_working_set(0, 1, 2), "B_r must be an integer >= 1"),
+    (lambda a: io.flash_backward_working_set(1, 1, 0), "d must be an integer >= 1"),
+    (
+        lambda a: io.flash_block_mask(np.ones((3, 3)), (1, 1)),
+        "mask must be a non-empty 2-dimensional boolean",
+    ),
+    (
+        lambda a: io.flash_block_mask(np.ones((3, 3), dtype=bool), (0, 1)),
+        r"blocks\[0\] \(B_r\) must be an integer >= 1",
+    ),
+    (
+        lambda a: io.expand_block_mask(np.ones((2, 1), dtype=bool), 6, 5, (2, 5)),
+        r"block_mask must have shape \(T_r, T_c\) = \(3, 1\)",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_INPUTS)
+def test_bad_inputs(call, message):
     Q, K, V, dO = _inputs(6, 5, 2, 3, seed=1)
     O, lse = al.attention_forward(Q, K, V)
-    with pytest.raises(AttnInputError, match=r"M must be at least 13 words for flash_forward"):
-        io.flash_forward(Q, K, V, M=12)
-    with pytest.raises(AttnInputError, match=r"M must be at least 21 words for flash_backward"):
-        io.flash_backward(Q, K, V, O, dO, lse, M=20)
-    with pytest.raises(AttnInputError, match=r"M must be at least 13 words for flash_forward"):
-        io.standard_forward(Q, K, V, M=12)
-    with pytest.raises(AttnInputError, match=r"M must be at least 13 words"):
-        io.standard_backward(Q, K, V, O, dO, lse, M=12)
-    with pytest.raises(AttnInputError, match="K must have d=2 columns like Q"):
-        io.flash_forward(Q, np.ones((5, 3)), V, M=100)
-    with pytest.raises(AttnInputError, match="V must have m=5 rows like K"):
-        io.standard_forward(Q, K, np.ones((4, 3)), M=100)
-    with pytest.raises(AttnInputError, match="Q must have a float32 or float64 dtype"):
-        io.flash_forward(Q.astype(int), K, V, M=100)
-    with pytest.raises(AttnInputError, match=r"lse must have shape \(n,\)"):
-        io.flash_backward(Q, K, V, O, dO, lse[:3], M=100)
-    with pytest.raises(AttnInputError, match=r"dO must have shape \(n, d_v\) like O"):
-        io.standard_backward(Q, K, V, O, dO[:, :2], lse, M=100)
-    with pytest.raises(AttnInputError, match="scale must be a positive finite real"):
-        io.flash_forward(Q, K, V, M=100, scale=0.0)
-    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
-        io.flash_forward(Q, K, V, M="big")
-    with pytest.raises(AttnInputError, match=r"blocks must be a pair \(B_r, B_c\)"):
-        io.flash_forward(Q, K, V, M=100, blocks=4)
-    with pytest.raises(AttnInputError, match=r"blocks\[1\] \(B_c\) must be an integer >= 1"):
-        io.flash_backward(Q, K, V, O, dO, lse, M=100, blocks=(2, 0))
-    with pytest.raises(AttnInputError, match=r"mask must have shape \(n, m\) = \(6, 5\)"):
-        io.flash_forward(Q, K, V, M=100, mask=np.ones((5, 5), dtype=bool))
-    with pytest.raises(AttnInputError, match=r"block_mask must have shape \(T_r, T_c\)"):
-        io.flash_forward(Q, K, V, M=100, block_mask=np.ones((2, 2), dtype=bool))
-    with pytest.raises(AttnInputError, match="block_mask must have a boolean dtype"):
-        io.flash_backward(Q, K, V, O, dO, lse, M=100, block_mask=np.ones((1, 1)))
-    with pytest.raises(AttnInputError, match="n must be an integer >= 1"):
-        io.flash_forward_count(0, 2, 100)
-    with pytest.raises(AttnInputError, match="d_v must be an integer >= 1"):
-        io.flash_backward_count(4, 2, 100, d_v=0)
-    with pytest.raises(AttnInputError, match="m must be an integer >= 1"):
-        io.standard_forward_count(4, 2, 100, m=-2)
-    with pytest.raises(AttnInputError, match="M must be at least 18 words for flash_backward"):
-        io.flash_backward_count(4, 2, 17)
-    with pytest.raises(AttnInputError, match="M must be at least 11 words for flash_forward"):
-        io.standard_backward_count(4, 2, 10)
-    with pytest.raises(AttnInputError, match="d must be an integer >= 1"):
-        io.flash_forward_blocks(0, 100)
-    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
-        io.flash_backward_blocks(2, 0)
-    with pytest.raises(AttnInputError, match="d_v must be an integer >= 1"):
-        io.flash_forward_min_M(2, d_v=0)
-    with pytest.raises(AttnInputError, match="d must be an integer >= 1"):
-        io.flash_backward_min_M(-1)
-    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
-        io.fa1_blocks(4, 0)
-    with pytest.raises(AttnInputError, match="B_r must be an integer >= 1"):
-        io.flash_forward_working_set(0, 1, 2)
-    with pytest.raises(AttnInputError, match="d must be an integer >= 1"):
-        io.flash_backward_working_set(1, 1, 0)
-    with pytest.raises(AttnInputError, match="mask must be a non-empty 2-dimensional boolean"):
-        io.flash_block_mask(np.ones((3, 3)), (1, 1))
-    with pytest.raises(AttnInputError, match=r"blocks\[0\] \(B_r\) must be an integer >= 1"):
-        io.flash_block_mask(np.ones((3, 3), dtype=bool), (0, 1))
-    with pytest.raises(AttnInputError, match=r"block_mask must have shape \(T_r, T_c\) = \(3, 1\)"):
-        io.expand_block_mask(np.ones((2, 1), dtype=bool), 6, 5, (2, 5))
+    with pytest.raises(AttnInputError, match=message):
+        call(dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse))

@@ -141,30 +141,33 @@ def test_bad_graphs(kwargs, match):
         ComputationGraph(**kwargs)
 
 
-def test_bad_builder_inputs():
-    with pytest.raises(AttnInputError, match="k must be"):
-        inner_product_graph(0)
-    with pytest.raises(AttnInputError, match="tree"):
-        inner_product_graph(3, tree="random")
-    with pytest.raises(AttnInputError, match="p must be"):
-        matmul_graph(2, 2, 0)
-    with pytest.raises(AttnInputError, match="m must be"):
-        attention_forward_graph(2, 1, 1)  # one key: softmax is constant
-    with pytest.raises(AttnInputError, match="d must be"):
-        attention_dv_graph(2, 2, True)
-    with pytest.raises(AttnInputError, match="G must be"):
-        least_feasible_M("not a graph")
-    with pytest.raises(AttnInputError, match="no vertex"):
-        matmul_graph(1, 1, 1).index("Z(0,0)")
+BAD_BUILDER_INPUTS = [
+    (lambda: inner_product_graph(0), "k must be"),
+    (lambda: inner_product_graph(3, tree="random"), "tree"),
+    (lambda: matmul_graph(2, 2, 0), "p must be"),
+    (lambda: attention_forward_graph(2, 1, 1), "m must be"),  # one key: softmax is constant
+    (lambda: attention_dv_graph(2, 2, True), "d must be"),
+    (lambda: least_feasible_M("not a graph"), "G must be"),
+    (lambda: matmul_graph(1, 1, 1).index("Z(0,0)"), "no vertex"),
+]
 
 
-def test_bad_values():
+@pytest.mark.parametrize("call,message", BAD_BUILDER_INPUTS)
+def test_bad_builder_inputs(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+BAD_VALUES = [
+    (lambda G: evaluate_graph(G, {"a0": 1.0}), "missing"),
+    (lambda G: evaluate_graph(G, np.zeros(3)), "shape"),
+    (lambda G: evaluate_graph(G, np.array([1.0, np.nan, 0.0, 0.0])), "finite"),
+    (lambda G: evaluate_graph(G, {"a0": "x", "a1": 1.0, "b0": 1.0, "b1": 1.0}), "real number"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_VALUES)
+def test_bad_values(call, message):
     G = inner_product_graph(2)
-    with pytest.raises(AttnInputError, match="missing"):
-        evaluate_graph(G, {"a0": 1.0})
-    with pytest.raises(AttnInputError, match="shape"):
-        evaluate_graph(G, np.zeros(3))
-    with pytest.raises(AttnInputError, match="finite"):
-        evaluate_graph(G, np.array([1.0, np.nan, 0.0, 0.0]))
-    with pytest.raises(AttnInputError, match="real number"):
-        evaluate_graph(G, {"a0": "x", "a1": 1.0, "b0": 1.0, "b1": 1.0})
+    with pytest.raises(AttnInputError, match=message):
+        call(G)

@@ -141,52 +141,57 @@ def test_double_free_and_foreign_free_are_errors():
     assert mem.live_fast == 0
 
 
-def test_unknown_names_and_bad_ranges_are_clear_errors():
+BAD_NAMES_AND_RANGES = [
+    (lambda mem: mem.load("B", (0, 1)), r"no array named 'B' in slow memory \(it holds 'A'"),
+    (lambda mem: mem.load("A", (3, 5)), r"rows \(3, 5\) out of bounds for A: need 0 <= start"),
+    (lambda mem: mem.load("A", (0, 1), (2, 2)), r"cols \(2, 2\) out of bounds for A"),
+    (lambda mem: mem.load("A", (-1, 2)), r"rows \(-1, 2\) out of bounds"),
+    (lambda mem: mem.load("A", [0, 1]), "must be a \\(start, stop\\) pair of ints"),
+    (lambda mem: mem.load("A", slice(0, 4, 2)), "explicit bounds and step 1"),
+    (lambda mem: mem.load("A", slice(None, 2)), "explicit bounds"),
+    (lambda mem: mem.load("v", (0, 1), (0, 1)), "v is a vector: cols must be None"),
+    (lambda mem: mem.store("C", (0, 5), None, np.zeros((5, 6))), r"out of bounds for C"),
+    (
+        lambda mem: mem.store("C", (0, 2), (0, 3), np.zeros((2, 2))),
+        r"block has shape \(2, 2\), the region has shape",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_NAMES_AND_RANGES)
+def test_unknown_names_and_bad_ranges_are_clear_errors(call, message):
     mem = machine()
-    with pytest.raises(MachineError, match=r"no array named 'B' in slow memory \(it holds 'A'"):
-        mem.load("B", (0, 1))
-    with pytest.raises(MachineError, match=r"rows \(3, 5\) out of bounds for A: need 0 <= start"):
-        mem.load("A", (3, 5))
-    with pytest.raises(MachineError, match=r"cols \(2, 2\) out of bounds for A"):
-        mem.load("A", (0, 1), (2, 2))
-    with pytest.raises(MachineError, match=r"rows \(-1, 2\) out of bounds"):
-        mem.load("A", (-1, 2))
-    with pytest.raises(MachineError, match="must be a \\(start, stop\\) pair of ints"):
-        mem.load("A", [0, 1])
-    with pytest.raises(MachineError, match="explicit bounds and step 1"):
-        mem.load("A", slice(0, 4, 2))
-    with pytest.raises(MachineError, match="explicit bounds"):
-        mem.load("A", slice(None, 2))
-    with pytest.raises(MachineError, match="v is a vector: cols must be None"):
-        mem.load("v", (0, 1), (0, 1))
-    with pytest.raises(MachineError, match=r"out of bounds for C"):
-        mem.store("C", (0, 5), None, np.zeros((5, 6)))
-    with pytest.raises(MachineError, match=r"block has shape \(2, 2\), the region has shape"):
-        mem.store("C", (0, 2), (0, 3), np.zeros((2, 2)))
+    with pytest.raises(MachineError, match=message):
+        call(mem)
     assert mem.count == IOCount(0, 0, 0)
 
 
-def test_bad_constructor_and_slow_memory_arguments():
-    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
-        TwoLevelMemory(0)
-    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
-        TwoLevelMemory(2.5)
-    mem = TwoLevelMemory(10)
-    with pytest.raises(AttnInputError, match="X must have a float32 or float64 dtype"):
-        mem.put("X", np.ones((2, 2), dtype=int))
-    with pytest.raises(AttnInputError, match="X must be 1- or 2-dimensional"):
-        mem.put("X", np.ones((2, 2, 2)))
-    with pytest.raises(AttnInputError, match="name must be a non-empty string"):
-        mem.put("", np.ones(2))
+def _zeros_over_a_slow_array(mem):
     mem.put("X", np.ones(2))
-    with pytest.raises(AttnInputError, match="'X' is already in slow memory"):
-        mem.zeros("X", 3)
-    with pytest.raises(AttnInputError, match="shape must be a tuple of positive ints"):
-        mem.zeros("Y", (0, 2))
-    with pytest.raises(AttnInputError, match="shape must be an int or a tuple of ints"):
-        mem.alloc(None)
-    with pytest.raises(AttnInputError, match="shape must be a tuple of positive ints"):
-        mem.alloc((2, -1))
+    mem.zeros("X", 3)
+
+
+BAD_CONSTRUCTOR_AND_SLOW_MEMORY = [
+    (lambda mem: TwoLevelMemory(0), "M must be an integer >= 1"),
+    (lambda mem: TwoLevelMemory(2.5), "M must be an integer >= 1"),
+    (
+        lambda mem: mem.put("X", np.ones((2, 2), dtype=int)),
+        "X must have a float32 or float64 dtype",
+    ),
+    (lambda mem: mem.put("X", np.ones((2, 2, 2))), "X must be 1- or 2-dimensional"),
+    (lambda mem: mem.put("", np.ones(2)), "name must be a non-empty string"),
+    (_zeros_over_a_slow_array, "'X' is already in slow memory"),
+    (lambda mem: mem.zeros("Y", (0, 2)), "shape must be a tuple of positive ints"),
+    (lambda mem: mem.alloc(None), "shape must be an int or a tuple of ints"),
+    (lambda mem: mem.alloc((2, -1)), "shape must be a tuple of positive ints"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_CONSTRUCTOR_AND_SLOW_MEMORY)
+def test_bad_constructor_and_slow_memory_arguments(call, message):
+    mem = TwoLevelMemory(10)
+    with pytest.raises(AttnInputError, match=message):
+        call(mem)
 
 
 def test_iocount_is_frozen_and_adds():

@@ -98,27 +98,29 @@ def test_tiled_slope_is_minus_half_and_within_a_constant_of_hong_kung():
         assert len(naive) <= 1  # the naive schedule does not use the cache at all
 
 
-def test_bad_inputs():
+BAD_INPUTS = [
+    (lambda A: naive_matmul(A, np.ones((4, 3)), M=9), r"M must be at least k \+ 2p = 10 words"),
+    (lambda A: naive_matmul_count(3, 4, 3, 9), r"M must be at least k \+ 2p = 10 words"),
+    (lambda A: tiled_matmul(A, np.ones((3, 3)), M=30), "B must have k=4 rows"),
+    (
+        lambda A: tiled_matmul(np.ones((3, 4), dtype=int), np.ones((4, 2)), M=30),
+        "A must have a float32 or float64 dtype",
+    ),
+    (lambda A: naive_matmul(A, np.full((4, 2), np.nan), M=30), "B must be finite"),
+    (
+        lambda A: tiled_matmul(A, np.ones((4, 2)), M=2),
+        "M must be at least 3 words for tiled_matmul",
+    ),
+    (lambda A: tiled_matmul(A, np.ones((4, 2)), M=30, tile=0), "tile must be an integer >= 1"),
+    (lambda A: tiled_matmul(A, np.ones((4, 2)), M=None), "M must be an integer >= 1"),
+    (lambda A: tiled_matmul_count(3, 0, 3, 30), "k must be an integer >= 1"),
+    (lambda A: matmul_tile_size(2), "M must be at least 3 words"),
+    (lambda A: naive_matmul_count(3, 3, -1, 30), "p must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_INPUTS)
+def test_bad_inputs(call, message):
     A = np.ones((3, 4))
-    with pytest.raises(AttnInputError, match=r"M must be at least k \+ 2p = 10 words"):
-        naive_matmul(A, np.ones((4, 3)), M=9)
-    with pytest.raises(AttnInputError, match=r"M must be at least k \+ 2p = 10 words"):
-        naive_matmul_count(3, 4, 3, 9)
-    with pytest.raises(AttnInputError, match="B must have k=4 rows"):
-        tiled_matmul(A, np.ones((3, 3)), M=30)
-    with pytest.raises(AttnInputError, match="A must have a float32 or float64 dtype"):
-        tiled_matmul(np.ones((3, 4), dtype=int), np.ones((4, 2)), M=30)
-    with pytest.raises(AttnInputError, match="B must be finite"):
-        naive_matmul(A, np.full((4, 2), np.nan), M=30)
-    with pytest.raises(AttnInputError, match="M must be at least 3 words for tiled_matmul"):
-        tiled_matmul(A, np.ones((4, 2)), M=2)
-    with pytest.raises(AttnInputError, match="tile must be an integer >= 1"):
-        tiled_matmul(A, np.ones((4, 2)), M=30, tile=0)
-    with pytest.raises(AttnInputError, match="M must be an integer >= 1"):
-        tiled_matmul(A, np.ones((4, 2)), M=None)
-    with pytest.raises(AttnInputError, match="k must be an integer >= 1"):
-        tiled_matmul_count(3, 0, 3, 30)
-    with pytest.raises(AttnInputError, match="M must be at least 3 words"):
-        matmul_tile_size(2)
-    with pytest.raises(AttnInputError, match="p must be an integer >= 1"):
-        naive_matmul_count(3, 3, -1, 30)
+    with pytest.raises(AttnInputError, match=message):
+        call(A)

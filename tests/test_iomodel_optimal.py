@@ -169,48 +169,52 @@ def test_segments_of_an_optimal_schedule():
     assert not is_dominator(G, (), segs[0]["computed"] or (G.outputs[0],))
 
 
-def test_refusals_name_the_limit():
-    with pytest.raises(AttnInputError, match="max_states = 50"):
-        optimal_io(matmul_graph(2, 2, 2), 4, max_states=50)
-    with pytest.raises(AttnInputError, match="max_seconds"):
-        optimal_io(matmul_graph(2, 2, 2), 4, max_seconds=1e-6)
-    with pytest.raises(AttnInputError, match=f"MAX_VERTICES = {MAX_VERTICES}"):
-        optimal_io(matmul_graph(3, 3, 3), 20)
+LIMITS = [
+    (lambda: optimal_io(matmul_graph(2, 2, 2), 4, max_states=50), "max_states = 50"),
+    (lambda: optimal_io(matmul_graph(2, 2, 2), 4, max_seconds=1e-6), "max_seconds"),
+    (lambda: optimal_io(matmul_graph(3, 3, 3), 20), f"MAX_VERTICES = {MAX_VERTICES}"),
+]
 
 
-def test_bad_inputs():
+@pytest.mark.parametrize("call,message", LIMITS)
+def test_refusals_name_the_limit(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
+
+
+BAD_INPUTS = [
+    (lambda G, good: optimal_io("graph", 4), "G must be", AttnInputError),
+    (lambda G, good: optimal_io(G, 2), "M must be an integer >= 3", AttnInputError),
+    (lambda G, good: optimal_io(G, 4, recompute=1), "recompute", AttnInputError),
+    (lambda G, good: optimal_io(G, 4, max_states=0), "max_states", AttnInputError),
+    (lambda G, good: optimal_io(G, 4, max_seconds=-1.0), "max_seconds", AttnInputError),
+    (lambda G, good: replay_schedule(G, [("load", 0)], 4), "moves\\[0\\]", AttnInputError),
+    (lambda G, good: replay_schedule(G, [("read", 99)], 4), "vertex must be", AttnInputError),
+    (lambda G, good: replay_schedule(G, [("read", "p0")], 4), "blue pebble", AttnInputError),
+    (lambda G, good: replay_schedule(G, [("compute", "p0")], 4), "cannot compute", AttnInputError),
+    (lambda G, good: replay_schedule(G, [("compute", "a0")], 4), "cannot compute", AttnInputError),
+    (lambda G, good: replay_schedule(G, [("write", "s")], 4), "no red pebble", AttnInputError),
+    (
+        lambda G, good: replay_schedule(G, [("read", "a0"), ("read", "a0")], 4),
+        "already has a red",
+        AttnInputError,
+    ),
+    (
+        lambda G, good: replay_schedule(G, [m for m in good if m[0] != "write"], 4),
+        "without a blue pebble",
+        AttnInputError,
+    ),
+    (lambda G, good: replay_schedule(G, good, 3), None, CapacityError),
+    (lambda G, good: replay_schedule(G, 5, 4), "moves must be", AttnInputError),
+]
+
+
+@pytest.mark.parametrize("call,message,error", BAD_INPUTS)
+def test_bad_inputs(call, message, error):
     G = inner_product_graph(2)
-    with pytest.raises(AttnInputError, match="G must be"):
-        optimal_io("graph", 4)
-    with pytest.raises(AttnInputError, match="M must be an integer >= 3"):
-        optimal_io(G, 2)
-    with pytest.raises(AttnInputError, match="recompute"):
-        optimal_io(G, 4, recompute=1)
-    with pytest.raises(AttnInputError, match="max_states"):
-        optimal_io(G, 4, max_states=0)
-    with pytest.raises(AttnInputError, match="max_seconds"):
-        optimal_io(G, 4, max_seconds=-1.0)
     good = optimal_io(G, 4).moves
-    with pytest.raises(AttnInputError, match="moves\\[0\\]"):
-        replay_schedule(G, [("load", 0)], 4)
-    with pytest.raises(AttnInputError, match="vertex must be"):
-        replay_schedule(G, [("read", 99)], 4)
-    with pytest.raises(AttnInputError, match="blue pebble"):
-        replay_schedule(G, [("read", "p0")], 4)
-    with pytest.raises(AttnInputError, match="cannot compute"):
-        replay_schedule(G, [("compute", "p0")], 4)
-    with pytest.raises(AttnInputError, match="cannot compute"):
-        replay_schedule(G, [("compute", "a0")], 4)
-    with pytest.raises(AttnInputError, match="no red pebble"):
-        replay_schedule(G, [("write", "s")], 4)
-    with pytest.raises(AttnInputError, match="already has a red"):
-        replay_schedule(G, [("read", "a0"), ("read", "a0")], 4)
-    with pytest.raises(AttnInputError, match="without a blue pebble"):
-        replay_schedule(G, [m for m in good if m[0] != "write"], 4)
-    with pytest.raises(CapacityError):
-        replay_schedule(G, good, 3)
-    with pytest.raises(AttnInputError, match="moves must be"):
-        replay_schedule(G, 5, 4)
+    with pytest.raises(error, match=message):
+        call(G, good)
     moves = list(good)
     replay_schedule(G, moves, 4)
     assert moves == list(good)  # the move list is not modified

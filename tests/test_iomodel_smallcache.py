@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import random_qkv_dO as _inputs
+from helpers import rel_err
 
 import attnlib as al
 from attnlib import AttnInputError
@@ -36,15 +37,7 @@ from attnlib.iomodel.smallcache import (
     smallcache_forward_count,
     smallcache_forward_tile,
 )
-
-
-def _inputs(rng, n, m, d, dv, *, logit=1.0):
-    Q = rng.standard_normal((n, d)) * logit
-    K = rng.standard_normal((m, d))
-    V = rng.standard_normal((m, dv))
-    dO = rng.standard_normal((n, dv))
-    return Q, K, V, dO
-
+from attnlib.nbtools import loglog_slope
 
 # ---- tile rules ------------------------------------------------------------------------------
 
@@ -242,10 +235,10 @@ def test_slope_minus_half_below_d_squared(d):
     # Measured backward -0.530, -0.522, -0.518; forward -0.525, -0.519, -0.513 (d = 64..256).
     Ms = np.unique(np.geomspace(64, d * d // 4, 120).astype(int))
     totals = [smallcache_backward_count(N_BIG, d, int(M)).total for M in Ms]
-    slope = np.polyfit(np.log(Ms), np.log(totals), 1)[0]
+    slope = loglog_slope(Ms, totals)
     assert abs(slope + 0.5) <= 0.05, slope
     ftotals = [smallcache_forward_count(N_BIG, d, int(M)).total for M in Ms]
-    fslope = np.polyfit(np.log(Ms), np.log(ftotals), 1)[0]
+    fslope = loglog_slope(Ms, ftotals)
     assert abs(fslope + 0.5) <= 0.05, fslope
 
 
@@ -254,7 +247,7 @@ def test_slope_minus_half_where_both_algorithms_run(d):
     # From FlashAttention's smallest cache (≈ 7d words) to d²/4, a dense geometric grid.
     Ms = np.unique(np.geomspace(flash_backward_min_M(d), d * d // 4, 120).astype(int))
     totals = [smallcache_backward_count(N_BIG, d, int(M)).total for M in Ms]
-    slope = np.polyfit(np.log(Ms), np.log(totals), 1)[0]
+    slope = loglog_slope(Ms, totals)
     assert abs(slope + 0.5) <= 0.05, slope
 
 
@@ -264,7 +257,7 @@ def test_slope_from_the_very_smallest_cache_is_steeper():
     d = 64
     Ms = np.unique(np.geomspace(6, d * d // 4, 120).astype(int))
     totals = [smallcache_backward_count(N_BIG, d, int(M)).total for M in Ms]
-    slope = np.polyfit(np.log(Ms), np.log(totals), 1)[0]
+    slope = loglog_slope(Ms, totals)
     assert -0.6 < slope < -0.55, slope
 
 
@@ -359,37 +352,12 @@ def test_ratio_to_lower_bound_in_a_constant_band(d):
 # ---- bad input ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def args(rng):
-    Q, K, V, dO = _inputs(rng, 4, 5, 3, 2)
-    O, lse = al.attention_forward(Q, K, V)
-    return dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse)
-
-
 def _fwd(a, **kw):
     return smallcache_forward(a["Q"], a["K"], a["V"], **{"M": 50, **kw})
 
 
 def _bwd(a, **kw):
     return smallcache_backward(a["Q"], a["K"], a["V"], a["O"], a["dO"], a["lse"], **{"M": 50, **kw})
-
-
-@pytest.mark.parametrize("call", [_fwd, _bwd])
-@pytest.mark.parametrize(
-    "arg,make,message",
-    [
-        ("Q", lambda a: a["Q"][0], r"Q must be 2-dimensional"),
-        ("K", lambda a: a["K"][:, :2], r"K must have d=3 columns like Q, got 2"),
-        ("V", lambda a: a["V"][:4], r"V must have m=5 rows like K, got 4"),
-        ("Q", lambda a: np.full_like(a["Q"], np.nan), r"Q must be finite"),
-        ("V", lambda a: a["V"].astype(int), r"V must have a float32 or float64 dtype"),
-        ("K", lambda a: None, r"K must be an array, got None"),
-    ],
-)
-def test_bad_qkv(args, call, arg, make, message):
-    args[arg] = make(args)
-    with pytest.raises(AttnInputError, match=message):
-        call(args)
 
 
 @pytest.mark.parametrize(
@@ -402,26 +370,26 @@ def test_bad_qkv(args, call, arg, make, message):
         ("dO", lambda a: np.full_like(a["dO"], np.inf), r"dO must be finite"),
     ],
 )
-def test_bad_backward_extras(args, arg, make, message):
-    args[arg] = make(args)
+def test_bad_backward_extras(qkv, arg, make, message):
+    qkv[arg] = make(qkv)
     with pytest.raises(AttnInputError, match=message):
-        _bwd(args)
+        _bwd(qkv)
 
 
 @pytest.mark.parametrize(
     "call,minimum,who",
     [(_fwd, 5, "smallcache_forward"), (_bwd, 6, "smallcache_backward")],
 )
-def test_cache_below_the_minimum_names_it(args, call, minimum, who):
+def test_cache_below_the_minimum_names_it(qkv, call, minimum, who):
     with pytest.raises(AttnInputError, match=rf"M must be at least {minimum} words for {who}"):
-        call(args, M=minimum - 1)
-    call(args, M=minimum)  # the minimum itself runs
+        call(qkv, M=minimum - 1)
+    call(qkv, M=minimum)  # the minimum itself runs
     for bad in (0, -1, 2.5, "64", None, True):
         with pytest.raises(AttnInputError, match=r"M must be an integer >= 1"):
-            call(args, M=bad)
+            call(qkv, M=bad)
     for bad in (0.0, -1.0, float("nan"), "1"):
         with pytest.raises(AttnInputError, match=r"scale must be a positive finite real"):
-            call(args, scale=bad)
+            call(qkv, scale=bad)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The sweeps, tables and logs the chapters of Part I compute: cache-size grids, the
-small-cache crossover and advantage, ratios to the bounds, block-sparse sweeps, the GPU table
-and the words of a run per array."""
+small-cache crossover and advantage, ratios to the bounds, block-sparse sweeps and the words of
+a run per array."""
 
 import numpy as np
 import pytest
@@ -83,16 +83,6 @@ def test_block_sparse_sweep_counts_equal_the_closed_forms():
     assert sweep.counts[1] == io.flash_backward_count(n, d, M, block_mask=mask).total
     kept = int(io.expand_block_mask(mask, n, n, (B_r, B_c)).sum())
     assert sweep.bounds[1] == io.sparse_lower_bound(n * d, kept, M)
-
-
-def test_gpu_fast_words_from_the_table():
-    spec = io.GPU_MEMORY["H100"]
-    words = (spec.shared + spec.registers) // 2
-    assert io.gpu_fast_words("H100") == words
-    assert io.gpu_fast_words("H100", "float32", 2) == words // 4
-    assert set(io.WORD_BYTES) == {"bfloat16", "float32"}
-    with pytest.raises(AttnInputError, match="gpu must be one of"):
-        io.gpu_fast_words("TPU")
 
 
 def test_words_by_array_adds_up_to_the_count():

@@ -7,10 +7,12 @@ import functools
 import numpy as np
 import pytest
 
+import attnlib as al
 import attnlib.polymethod as pm
 from attnlib import AttnInputError
 from attnlib.models import depth as dp
 from attnlib.models import minilm as mm
+from attnlib.nbtools import central_difference
 
 
 def _fd_directional(f, arrays, rng, h=1e-5):
@@ -40,16 +42,7 @@ def test_backward_matches_finite_differences(rng, ffn):
         return stack.loss_and_grads(X, G)[0]
 
     # every entry of dX
-    h = 1e-6
-    num = np.empty_like(X)
-    for idx in np.ndindex(X.shape):
-        old = X[idx]
-        X[idx] = old + h
-        fp = loss()
-        X[idx] = old - h
-        fm = loss()
-        X[idx] = old
-        num[idx] = (fp - fm) / (2 * h)
+    num = central_difference(lambda x: stack.loss_and_grads(x, G)[0], X, 1e-6)
     assert np.max(np.abs(num - dX)) < 1e-7 * max(1.0, np.max(np.abs(dX)))
     # every parameter array, along a random direction
     for i, layer in enumerate(stack.layers):
@@ -58,6 +51,36 @@ def test_backward_matches_finite_differences(rng, ffn):
         for k, (fd, v) in zip(keys, checks, strict=True):
             an = float(np.sum(grads[i][k] * v))
             assert abs(fd - an) < 1e-6 * max(1.0, abs(an)), (i, k, fd, an)
+
+
+@pytest.mark.parametrize("ffn", [False, True])
+def test_key_mask_is_masked_attention_and_its_backward_matches_finite_differences(rng, ffn):
+    stack = dp.random_stack(2, 8, 2, seed=5, ffn=ffn, weight_scale=1.5)
+    X, G = rng.normal(size=(6, 8)), rng.normal(size=(6, 8))
+    keep = np.array([True, True, False, True, False, True])
+    Y, caches = stack.forward(X, key_mask=keep)
+    # every head attends to the kept keys only, as BERT's padding mask does
+    for c in caches:
+        heads = [
+            al.attention_forward(c["Q"][h], c["K"][h], c["V"][h], mask=np.tile(keep, (6, 1)))[0]
+            for h in range(2)
+        ]
+        assert np.allclose(c["ctx"], np.concatenate(heads, axis=1), atol=1e-13)
+    # so an excluded token changes no other token's output
+    X2 = X.copy()
+    X2[2] += 1.0
+    Y2 = stack.forward(X2, key_mask=keep)[0]
+    assert np.allclose(np.delete(Y2, 2, axis=0), np.delete(Y, 2, axis=0), atol=1e-12)
+    # the hand-written backward with the mask, against finite differences along a direction
+    dX, grads = stack.backward(caches, G)
+    v = rng.normal(size=X.shape)
+    h = 1e-6
+    loss_p = float(np.sum(stack.forward(X + h * v, key_mask=keep)[0] * G))
+    loss_m = float(np.sum(stack.forward(X - h * v, key_mask=keep)[0] * G))
+    fd = (loss_p - loss_m) / (2 * h)
+    assert abs(fd - float(np.sum(dX * v))) < 1e-7 * max(1.0, abs(fd))
+    # keeping every key is no mask at all
+    assert np.array_equal(stack.forward(X, key_mask=np.ones(6, bool))[0], stack.forward(X)[0])
 
 
 def test_hidden_gradients_and_truncation(rng):
@@ -151,44 +174,78 @@ def test_classify_growth():
     assert abs(dp.classify_growth(1e-6 * k).power - 1.0) < 1e-12
 
 
-def test_bad_input(rng):
+BAD_INPUT = [
+    (lambda stack, good, rng: dp.AttentionStack([], 2), "layers must be a non-empty list"),
+    (
+        lambda stack, good, rng: dp.AttentionStack([good], 3),
+        "n_heads must divide the model width D=8",
+    ),
+    (
+        lambda stack, good, rng: dp.AttentionStack([dict(good, Wq=np.zeros((8, 7)))], 2),
+        r"layers\[0\]\['Wq'\] must have shape",
+    ),
+    (
+        lambda stack, good, rng: dp.AttentionStack([good, {"Wq": good["Wq"]}], 2),
+        r"layers\[1\] must be a dict with keys",
+    ),
+    (lambda stack, good, rng: stack.forward(rng.normal(size=(4, 6))), "X must have D=8 columns"),
+    (
+        lambda stack, good, rng: stack.loss_and_grads(
+            rng.normal(size=(4, 8)), rng.normal(size=(5, 8))
+        ),
+        "G must have shape",
+    ),
+    (
+        lambda stack, good, rng: stack.forward(rng.normal(size=(4, 8)), kernel="exact"),
+        "kernel must be an AttentionKernel",
+    ),
+    (lambda stack, good, rng: stack.truncated(3), "L must be an integer <= 2"),
+    (
+        lambda stack, good, rng: dp.random_stack(2, 8, 2, seed=0, weight_scale=0),
+        "weight_scale must be a positive",
+    ),
+    (lambda stack, good, rng: dp.stack_from_minilm("MiniLM"), "model must be a MiniLM"),
+    (
+        lambda stack, good, rng: dp.stack_from_minilm(mm.load_minilm(), 7),
+        "L must be an integer <= 6",
+    ),
+    (
+        lambda stack, good, rng: dp.kernel_from_functions("x", None, None),
+        "forward_fn and backward_fn must be callable",
+    ),
+    (lambda stack, good, rng: dp.dense_polynomial_kernel(3.0), "poly_for_range must be a callable"),
+    (lambda stack, good, rng: dp.with_fallback(len), "primary must be an AttentionKernel"),
+    (
+        lambda stack, good, rng: dp.gradient_errors(None, None, None, dp.EXACT),
+        "stack must be an AttentionStack",
+    ),
+    (
+        lambda stack, good, rng: dp.exact_reference(
+            stack, rng.normal(size=(4, 8)), rng.normal(size=(4, 7))
+        ),
+        "G must have shape",
+    ),
+    (
+        lambda stack, good, rng: dp.classify_growth([1e-3, 0.0, 1e-2]),
+        "errors must hold at least 3 positive",
+    ),
+    (
+        lambda stack, good, rng: stack.forward(rng.normal(size=(4, 8)), key_mask=np.ones(4)),
+        r"key_mask must be a boolean array of shape \(n,\)",
+    ),
+    (
+        lambda stack, good, rng: stack.forward(rng.normal(size=(4, 8)), key_mask=np.zeros(4, bool)),
+        "key_mask must keep at least one key",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_INPUT)
+def test_bad_input(rng, call, message):
     stack = dp.random_stack(2, 8, 2, seed=0)
     good = stack.layers[0]
-    with pytest.raises(AttnInputError, match="layers must be a non-empty list"):
-        dp.AttentionStack([], 2)
-    with pytest.raises(AttnInputError, match="n_heads must divide the model width D=8"):
-        dp.AttentionStack([good], 3)
-    bad = dict(good, Wq=np.zeros((8, 7)))
-    with pytest.raises(AttnInputError, match=r"layers\[0\]\['Wq'\] must have shape"):
-        dp.AttentionStack([bad], 2)
-    with pytest.raises(AttnInputError, match=r"layers\[1\] must be a dict with keys"):
-        dp.AttentionStack([good, {"Wq": good["Wq"]}], 2)
-    with pytest.raises(AttnInputError, match="X must have D=8 columns"):
-        stack.forward(rng.normal(size=(4, 6)))
-    with pytest.raises(AttnInputError, match="G must have shape"):
-        stack.loss_and_grads(rng.normal(size=(4, 8)), rng.normal(size=(5, 8)))
-    with pytest.raises(AttnInputError, match="kernel must be an AttentionKernel"):
-        stack.forward(rng.normal(size=(4, 8)), kernel="exact")
-    with pytest.raises(AttnInputError, match="L must be an integer <= 2"):
-        stack.truncated(3)
-    with pytest.raises(AttnInputError, match="weight_scale must be a positive"):
-        dp.random_stack(2, 8, 2, seed=0, weight_scale=0)
-    with pytest.raises(AttnInputError, match="model must be a MiniLM"):
-        dp.stack_from_minilm("MiniLM")
-    with pytest.raises(AttnInputError, match="L must be an integer <= 6"):
-        dp.stack_from_minilm(mm.load_minilm(), 7)
-    with pytest.raises(AttnInputError, match="forward_fn and backward_fn must be callable"):
-        dp.kernel_from_functions("x", None, None)
-    with pytest.raises(AttnInputError, match="poly_for_range must be a callable"):
-        dp.dense_polynomial_kernel(3.0)
-    with pytest.raises(AttnInputError, match="primary must be an AttentionKernel"):
-        dp.with_fallback(len)
-    with pytest.raises(AttnInputError, match="stack must be an AttentionStack"):
-        dp.gradient_errors(None, None, None, dp.EXACT)
-    with pytest.raises(AttnInputError, match="G must have shape"):
-        dp.exact_reference(stack, rng.normal(size=(4, 8)), rng.normal(size=(4, 7)))
-    with pytest.raises(AttnInputError, match="errors must hold at least 3 positive"):
-        dp.classify_growth([1e-3, 0.0, 1e-2])
+    with pytest.raises(AttnInputError, match=message):
+        call(stack, good, rng)
 
 
 def test_observed_range_kernel_uses_the_largest_logit(rng):

@@ -86,6 +86,22 @@ def test_gelu_is_the_erf_form():
     h = 1e-6
     num = (mm.gelu(x + h) - mm.gelu(x - h)) / (2 * h)
     assert np.allclose(mm.gelu_derivative(x), num, atol=1e-8)
+    with pytest.raises(AttnInputError, match="x must be finite"):
+        mm.gelu([0.0, float("nan")])
+    with pytest.raises(AttnInputError, match="x must have a float32 or float64 dtype"):
+        mm.gelu_derivative(["a"])
+
+
+def test_token_id_names_the_special_tokens(model):
+    assert (model.token_id("[CLS]"), model.token_id("[SEP]"), model.token_id("[PAD]")) == (
+        101,
+        102,
+        0,
+    )
+    with pytest.raises(AttnInputError, match="token must be a token of the vocabulary"):
+        model.token_id("[NOT A TOKEN]")
+    with pytest.raises(AttnInputError, match="token must be a token of the vocabulary"):
+        model.token_id(101)
 
 
 def test_corpus_is_packaged_and_long_enough(model):
@@ -122,25 +138,37 @@ def test_tokenize_bad_input(model, texts, kwargs, match):
         model.tokenize(texts, **kwargs)
 
 
-def test_run_and_helpers_bad_input(model):
+BAD_RUN_AND_HELPERS = [
+    (lambda model, ids, mask: model.run(ids.astype(float)), "input_ids must be an integer array"),
+    (
+        lambda model, ids, mask: model.run(np.array([[101, 30522, 102]])),
+        r"input_ids must lie in \[0, 30522\)",
+    ),
+    (lambda model, ids, mask: model.run(np.full((1, 513), 1000)), "at most 512 tokens"),
+    (
+        lambda model, ids, mask: model.run(ids, mask.astype(int)),
+        "attention_mask must be a boolean array",
+    ),
+    (
+        lambda model, ids, mask: model.run(ids, mask[:, :-1]),
+        "attention_mask must be a boolean array",
+    ),
+    (
+        lambda model, ids, mask: model.run(ids, np.zeros_like(mask)),
+        "at least one token per sequence",
+    ),
+    (lambda model, ids, mask: model.layer_weights(6), "layer must be an integer <= 5"),
+    (lambda model, ids, mask: model.token_ids("   "), "text must be a non-empty string"),
+    (lambda model, ids, mask: mm.corpus_chunks(model, 2), "n must be an integer >= 3"),
+    (
+        lambda model, ids, mask: mm.corpus_chunks(model, 512, count=100),
+        "count must be an integer <=",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_RUN_AND_HELPERS)
+def test_run_and_helpers_bad_input(model, call, message):
     ids, mask = model.tokenize("hello there")
-    with pytest.raises(AttnInputError, match="input_ids must be an integer array"):
-        model.run(ids.astype(float))
-    with pytest.raises(AttnInputError, match=r"input_ids must lie in \[0, 30522\)"):
-        model.run(np.array([[101, 30522, 102]]))
-    with pytest.raises(AttnInputError, match="at most 512 tokens"):
-        model.run(np.full((1, 513), 1000))
-    with pytest.raises(AttnInputError, match="attention_mask must be a boolean array"):
-        model.run(ids, mask.astype(int))
-    with pytest.raises(AttnInputError, match="attention_mask must be a boolean array"):
-        model.run(ids, mask[:, :-1])
-    with pytest.raises(AttnInputError, match="at least one token per sequence"):
-        model.run(ids, np.zeros_like(mask))
-    with pytest.raises(AttnInputError, match="layer must be an integer <= 5"):
-        model.layer_weights(6)
-    with pytest.raises(AttnInputError, match="text must be a non-empty string"):
-        model.token_ids("   ")
-    with pytest.raises(AttnInputError, match="n must be an integer >= 3"):
-        mm.corpus_chunks(model, 2)
-    with pytest.raises(AttnInputError, match="count must be an integer <="):
-        mm.corpus_chunks(model, 512, count=100)
+    with pytest.raises(AttnInputError, match=message):
+        call(model, ids, mask)

@@ -99,3 +99,15 @@ def test_logit_range_bounds_every_logit_without_overflow():
     for r in (0.1, 1.0, 3.7, 1e5):
         up = round_up_to_grid(r)
         assert r <= up <= r * 2 ** (1 / 16) * (1 + 1e-15)
+
+
+def test_listing_collapses_long_sources_and_keeps_the_plain_code():
+    short = nbt.listing(_documented)
+    assert repr(short) == nbt.source(_documented).rstrip("\n")
+    assert short._repr_html_().startswith('<div class="book-listing">')
+    long = nbt.listing(nbt.source)
+    assert nbt.source(nbt.source).count("\n") > nbt.COLLAPSE_LINES
+    html = long._repr_html_()
+    assert html.startswith('<details class="book-listing"><summary>attnlib.nbtools.source:')
+    assert "The source code of fn" in html and "(" in html
+    assert nbt.listing(_documented, summary="the helper").summary == "the helper"

@@ -45,3 +45,19 @@ def test_paths_argument_is_not_modified():
 def test_bad_paths_raise(paths):
     with pytest.raises(AttnInputError, match="paths"):
         reading_path_figure(paths)
+
+
+def test_map_of_results_has_two_labelled_panels_and_refuses_a_bad_d():
+    from attnlib.plots import map_of_results
+
+    fig = map_of_results(d=32)
+    try:
+        top, bottom = fig.axes
+        assert "fast memory M" in top.get_xlabel() and "d = 32" in top.get_xlabel()
+        assert "entry bound B" in bottom.get_ylabel()
+        assert top.get_position().y0 > bottom.get_position().y0  # one above the other
+    finally:
+        plt.close(fig)
+    for d in (1, 2.5, None):
+        with pytest.raises(AttnInputError, match="d"):
+            map_of_results(d=d)

@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
-from attnlib.polymethod.approx import _loss_grad_kronecker
+from attnlib.config import RANGE_STEPS_PER_OCTAVE
 
 EPS_LADDER = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8]
 
 
 def _loss_inputs(rng, n, d, B, m=None):
-    m = n if m is None else m
-    A1 = rng.uniform(-B, B, (n, d))
-    A2 = rng.uniform(-B, B, (m, d))
-    A3 = rng.uniform(-B, B, (m, d))
-    E = rng.uniform(-B, B, (n, d))
-    X = np.eye(d) + 0.1 * rng.uniform(-1, 1, (d, d))
-    Y = rng.uniform(-1, 1, (d, d))
-    return X, A1, A2, A3, Y, E
+    return pm.bounded_loss_inputs(n, d, B, rng, m=m)
 
 
 @pytest.mark.parametrize("eps", [1e-1, 1e-3, 1e-6])
@@ -43,7 +37,12 @@ def test_forward_error_within_the_derived_bound(rng, eps, B):
     assert err > 0  # an approximation, not the exact softmax in disguise
     # the plan: degree from the actual logit range, rank C(g+d, d)
     S = np.abs(Q @ K.T / d).max()
-    assert S <= pm.logit_range(Q, K, scale=1 / d) <= plan.R <= B * B * 2 ** (1 / 16)
+    assert (
+        S
+        <= pm.logit_range(Q, K, scale=1 / d)
+        <= plan.R
+        <= B * B * 2 ** (1 / RANGE_STEPS_PER_OCTAVE)
+    )
     assert plan.degree == pm.least_degree(plan.R, eps)
     assert plan.rank == math.comb(plan.degree + d, d)
 
@@ -105,20 +104,65 @@ def test_light_and_kronecker_forms_agree(rng):
     for n, m, d, B in [(30, 30, 3, 1.0), (25, 40, 4, 1.3), (50, 50, 6, 0.8)]:
         args = _loss_inputs(rng, n, d, B, m=m)
         light = pm.approx_attention_loss_grad(*args, eps=1e-5)
-        kron = _loss_grad_kronecker(*args, eps=1e-5)
+        kron = pm.kronecker_loss_grad(*args, eps=1e-5)
         assert rel_err(light, kron) < 1e-10
 
 
 def test_as_printed_lemmas_d3_and_d5_give_wrong_gradients(rng):
     args = _loss_inputs(rng, 40, 4, 1.0)
     exact = al.attention_loss_grad(*args)
-    fixed = _loss_grad_kronecker(*args, eps=1e-8)
+    fixed = pm.kronecker_loss_grad(*args, eps=1e-8)
     assert rel_err(fixed, exact) < 1e-6
     for variant in [dict(lemma_d3="as_printed"), dict(lemma_d5="as_printed")]:
-        wrong = _loss_grad_kronecker(*args, eps=1e-8, **variant)
+        wrong = pm.kronecker_loss_grad(*args, eps=1e-8, **variant)
         assert rel_err(wrong, exact) > 1e-2, variant
     with pytest.raises(AttnInputError, match="only type-check when m = n"):
-        _loss_grad_kronecker(*_loss_inputs(rng, 10, 3, 1.0, m=12), eps=0.1, lemma_d5="as_printed")
+        pm.kronecker_loss_grad(*_loss_inputs(rng, 10, 3, 1.0, m=12), eps=0.1, lemma_d5="as_printed")
+    with pytest.raises(AttnInputError, match="lemma_d3 must be one of"):
+        pm.kronecker_loss_grad(*args, eps=0.1, lemma_d3="printed")
+
+
+def test_kronecker_form_refuses_factors_over_the_budget(rng):
+    args = _loss_inputs(rng, 200, 4, 1.0)
+    plan = pm.loss_plan(*args[:3], eps=1e-3)
+    # the memory-light form fits where the Kronecker factors (d times wider) do not
+    budget = 8 * 400 * plan.rank * 3 + pm.approx.peak_bytes(plan, "loss_grad")
+    pm.approx_attention_loss_grad(*args, eps=1e-3, memory_budget=budget)
+    with pytest.raises(AttnInputError, match="Kronecker factors would need"):
+        pm.kronecker_loss_grad(*args, eps=1e-3, memory_budget=budget)
+
+
+def test_loss_input_generators(rng):
+    X, A1, A2, A3, Y, E = pm.bounded_loss_inputs(30, 4, 0.5, rng, m=20)
+    assert [a.shape for a in (X, A1, A2, A3, Y, E)] == [
+        (4, 4),
+        (30, 4),
+        (20, 4),
+        (20, 4),
+        (4, 4),
+        (30, 4),
+    ]
+    assert max(np.abs(a).max() for a in (A1, A2, A3, E)) <= 0.5
+    same = pm.bounded_loss_inputs(30, 4, 0.5, 7, m=20)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(same, pm.bounded_loss_inputs(30, 4, 0.5, 7, m=20), strict=True)
+    )
+    for n in (10, 1000):  # the logit range is B² whatever n is
+        args = pm.sign_loss_inputs(n, 8, 1.5, rng)
+        assert np.array_equal(args[0], np.eye(8)) and set(np.unique(args[1])) == {-1.5, 1.5}
+        assert pm.logit_range(args[1] @ args[0], args[2], scale=1 / 8) == pytest.approx(
+            2.25, rel=1e-15
+        )
+    for bad, word in [
+        (dict(rng=-1), "rng"),
+        (dict(rng="x"), "rng"),
+        (dict(B=0.0), "B"),
+        (dict(n=0), "n"),
+    ]:
+        kw = dict(n=5, d=2, B=1.0, rng=0) | bad
+        with pytest.raises(AttnInputError, match=word):
+            pm.sign_loss_inputs(**kw)
 
 
 def test_rank_over_budget_is_refused_before_allocating(rng):
@@ -149,55 +193,76 @@ def test_logit_range_beyond_double_precision_is_refused(rng):
         pm.approx_attention(Q, Q, Q, eps=1e-6, scale=1.0)
 
 
+EPS_TAKERS = [
+    lambda Q, loss, eps: pm.approx_attention(Q, Q, Q, eps=eps),
+    lambda Q, loss, eps: pm.approx_attention_backward(Q, Q, Q, Q, eps=eps),
+    lambda Q, loss, eps: pm.approx_attention_loss_grad(*loss, eps=eps),
+    lambda Q, loss, eps: pm.approx_plan(Q, Q, eps=eps),
+]
+
+
+@pytest.mark.parametrize("call", EPS_TAKERS)
 @pytest.mark.parametrize("eps", [0, 1, -1e-3, 2.0, math.nan, math.inf, None, "1e-3", True])
-def test_bad_eps_everywhere(rng, eps):
+def test_bad_eps_everywhere(rng, call, eps):
     Q = rng.standard_normal((5, 3))
     X, A1, A2, A3, Y, E = _loss_inputs(rng, 5, 3, 1.0)
     msg = r"eps must be a real number in \(0, 1\)"
     with pytest.raises(AttnInputError, match=msg):
-        pm.approx_attention(Q, Q, Q, eps=eps)
-    with pytest.raises(AttnInputError, match=msg):
-        pm.approx_attention_backward(Q, Q, Q, Q, eps=eps)
-    with pytest.raises(AttnInputError, match=msg):
-        pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E, eps=eps)
-    with pytest.raises(AttnInputError, match=msg):
-        pm.approx_plan(Q, Q, eps=eps)
+        call(Q, (X, A1, A2, A3, Y, E), eps)
 
 
-def test_bad_shapes_and_values(rng):
+# Bad Q, K and V: test_qkv_inputs.py.
+BAD_SHAPES_AND_VALUES = [
+    (
+        lambda a: pm.approx_attention_backward(a.Q, a.K, a.V, np.ones((5, 3)), eps=0.1),
+        r"dO must have shape \(n, d_v\) = \(5, 2\)",
+    ),
+    (
+        lambda a: pm.approx_attention(a.Q, a.K, a.V, eps=0.1, scale=-1.0),
+        "scale must be a positive finite real number",
+    ),
+    (lambda a: pm.approx_attention(a.Q, a.K, a.V, eps=0.1, kind="pade"), "kind must be one of"),
+    (
+        lambda a: pm.approx_attention(a.Q, a.K, a.V, eps=0.1, memory_budget=0),
+        "memory_budget must be a positive finite real",
+    ),
+    (
+        lambda a: pm.approx_attention_loss_grad(np.eye(2), a.A1, a.A2, a.A3, a.Y, a.E, eps=0.1),
+        r"X must have shape \(d, d\) = \(3, 3\)",
+    ),
+    (
+        lambda a: pm.approx_attention_loss_grad(a.X, a.A1, a.A2, a.A3, a.Y, a.E[:4], eps=0.1),
+        r"E must have shape \(n, d\) like A1",
+    ),
+    (
+        lambda a: pm.approx_attention_loss_grad(a.X, a.A1, a.A2, a.A3[:4], a.Y, a.E, eps=0.1),
+        "A3 must have m=5 rows like A2",
+    ),
+    (lambda a: pm.forward_error_bound(0.1, -1.0), "V_max must be a finite number >= 0"),
+    (lambda a: pm.forward_error_bound(0.1, "1"), "V_max must be a finite number >= 0"),
+    # entries of 1e200 in Q alone give a finite (if hopeless) range, computed without overflow
+    (
+        lambda a: pm.approx_attention(np.full((2, 3), 1e200), a.K[:2], a.V[:2], eps=0.1),
+        r"logit range R = 2\.575e\+200 .* too large",
+    ),
+    (
+        lambda a: pm.approx_attention(
+            np.full((2, 3), 1e200), np.full((2, 3), 1e200), a.V[:2], eps=0.1
+        ),
+        "logit range .* overflows a float: Q, K or scale",
+    ),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_SHAPES_AND_VALUES)
+def test_bad_shapes_and_values(rng, call, message):
     Q = rng.standard_normal((5, 3))
     K = rng.standard_normal((6, 3))
     V = rng.standard_normal((6, 2))
-    with pytest.raises(AttnInputError, match="V must have m=6 rows like K, got 5"):
-        pm.approx_attention(Q, K, V[:5], eps=0.1)
-    with pytest.raises(AttnInputError, match="K must have d=3 columns like Q"):
-        pm.approx_attention(Q, K[:, :2], V, eps=0.1)
-    with pytest.raises(AttnInputError, match=r"dO must have shape \(n, d_v\) = \(5, 2\)"):
-        pm.approx_attention_backward(Q, K, V, np.ones((5, 3)), eps=0.1)
-    with pytest.raises(AttnInputError, match="scale must be a positive finite real number"):
-        pm.approx_attention(Q, K, V, eps=0.1, scale=-1.0)
-    with pytest.raises(AttnInputError, match="Q must be finite"):
-        pm.approx_attention(np.full((5, 3), np.nan), K, V, eps=0.1)
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.approx_attention(Q, K, V, eps=0.1, kind="pade")
-    with pytest.raises(AttnInputError, match="memory_budget must be a positive finite real"):
-        pm.approx_attention(Q, K, V, eps=0.1, memory_budget=0)
     X, A1, A2, A3, Y, E = _loss_inputs(rng, 5, 3, 1.0)
-    with pytest.raises(AttnInputError, match=r"X must have shape \(d, d\) = \(3, 3\)"):
-        pm.approx_attention_loss_grad(np.eye(2), A1, A2, A3, Y, E, eps=0.1)
-    with pytest.raises(AttnInputError, match=r"E must have shape \(n, d\) like A1"):
-        pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E[:4], eps=0.1)
-    with pytest.raises(AttnInputError, match="A3 must have m=5 rows like A2"):
-        pm.approx_attention_loss_grad(X, A1, A2, A3[:4], Y, E, eps=0.1)
-    with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
-        pm.forward_error_bound(0.1, -1.0)
-    with pytest.raises(AttnInputError, match="V_max must be a finite number >= 0"):
-        pm.forward_error_bound(0.1, "1")
-    # entries of 1e200 in Q alone give a finite (if hopeless) range, computed without overflow
-    with pytest.raises(AttnInputError, match=r"logit range R = 2\.575e\+200 .* too large"):
-        pm.approx_attention(np.full((2, 3), 1e200), K[:2], V[:2], eps=0.1)
-    with pytest.raises(AttnInputError, match="logit range .* overflows a float: Q, K or scale"):
-        pm.approx_attention(np.full((2, 3), 1e200), np.full((2, 3), 1e200), V[:2], eps=0.1)
+    a = SimpleNamespace(Q=Q, K=K, V=V, X=X, A1=A1, A2=A2, A3=A3, Y=Y, E=E)
+    with pytest.raises(AttnInputError, match=message):
+        call(a)
 
 
 def test_zero_inputs_are_handled(rng):

@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
@@ -104,24 +104,37 @@ def test_no_loop_over_rows_scales_to_many_rows(rng):
     assert rel_err(U @ V.T, 1 + S + S**2 / 2 + S**3 / 6) < 1e-12
 
 
-def test_bad_inputs(rng):
+BAD_INPUTS = [
+    (
+        lambda Q, K: pm.poly_features(Q.astype(int), K, [1.0, 1.0], scale=1.0),
+        "Q must have a float32 or float64 dtype",
+    ),
+    (
+        lambda Q, K: pm.poly_features(Q, K[:, :2], [1.0, 1.0], scale=1.0),
+        "K must have d=3 columns like Q, got 2",
+    ),
+    (
+        lambda Q, K: pm.poly_features(Q, K, [1.0, 1.0], scale=0.0),
+        "scale must be a positive finite real number",
+    ),
+    (
+        lambda Q, K: pm.poly_features(Q, K, [1.0, np.nan], scale=1.0),
+        "poly coefficients must be finite",
+    ),
+    (
+        lambda Q, K: pm.poly_features(np.full((2, 3), np.inf), K, [1.0], scale=1.0),
+        "Q must be finite",
+    ),
+    (lambda Q, K: pm.rowwise_kron(np.ones((6, 2)), np.ones((5, 2))), "B must have n=6 rows like A"),
+    (lambda Q, K: pm.feature_rank(0, 3), "d must be an integer >= 1"),
+    (lambda Q, K: pm.as23_rank_bound(3, -1), "g must be an integer >= 0"),
+    (lambda Q, K: pm.multi_indices(3, 2.5), "g must be an integer >= 0"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_INPUTS)
+def test_bad_inputs(rng, call, message):
     Q = rng.standard_normal((4, 3))
     K = rng.standard_normal((5, 3))
-    with pytest.raises(AttnInputError, match="Q must have a float32 or float64 dtype"):
-        pm.poly_features(Q.astype(int), K, [1.0, 1.0], scale=1.0)
-    with pytest.raises(AttnInputError, match="K must have d=3 columns like Q, got 2"):
-        pm.poly_features(Q, K[:, :2], [1.0, 1.0], scale=1.0)
-    with pytest.raises(AttnInputError, match="scale must be a positive finite real number"):
-        pm.poly_features(Q, K, [1.0, 1.0], scale=0.0)
-    with pytest.raises(AttnInputError, match="poly coefficients must be finite"):
-        pm.poly_features(Q, K, [1.0, np.nan], scale=1.0)
-    with pytest.raises(AttnInputError, match="Q must be finite"):
-        pm.poly_features(np.full((2, 3), np.inf), K, [1.0], scale=1.0)
-    with pytest.raises(AttnInputError, match="B must have n=6 rows like A"):
-        pm.rowwise_kron(np.ones((6, 2)), np.ones((5, 2)))
-    with pytest.raises(AttnInputError, match="d must be an integer >= 1"):
-        pm.feature_rank(0, 3)
-    with pytest.raises(AttnInputError, match="g must be an integer >= 0"):
-        pm.as23_rank_bound(3, -1)
-    with pytest.raises(AttnInputError, match="g must be an integer >= 0"):
-        pm.multi_indices(3, 2.5)
+    with pytest.raises(AttnInputError, match=message):
+        call(Q, K)

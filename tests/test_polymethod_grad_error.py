@@ -67,18 +67,20 @@ def test_bad_eps_raises(eps):
         loss_grad_error_bound(*_inputs(5, 5, 2, 1.0, seed=2), eps=eps)
 
 
-def test_bad_arrays_raise():
+BAD_ARRAYS = [
+    (lambda X, A1, A2, A3, Y, E: loss_grad_error_bound(X, A1, A2[:, :1], A3, Y, E, eps=1e-3), "A2"),
+    (lambda X, A1, A2, A3, Y, E: loss_grad_error_bound(X, A1, A2, A3, Y, E[:3], eps=1e-3), "E"),
+    (lambda X, A1, A2, A3, Y, E: loss_grad_magnitude_bound(X, A1, A2, A3, Y[:1], E), "Y"),
+    (lambda X, A1, A2, A3, Y, E: entrywise_product_bound(A1, A2[:, :1], 1e-3), "A2"),
+    (lambda X, A1, A2, A3, Y, E: entrywise_product_bound(np.ones(3), A2, 1e-3), "A1"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_ARRAYS)
+def test_bad_arrays_raise(call, message):
     X, A1, A2, A3, Y, E = _inputs(5, 6, 2, 1.0, seed=3)
-    with pytest.raises(AttnInputError, match="A2"):
-        loss_grad_error_bound(X, A1, A2[:, :1], A3, Y, E, eps=1e-3)
-    with pytest.raises(AttnInputError, match="E"):
-        loss_grad_error_bound(X, A1, A2, A3, Y, E[:3], eps=1e-3)
-    with pytest.raises(AttnInputError, match="Y"):
-        loss_grad_magnitude_bound(X, A1, A2, A3, Y[:1], E)
-    with pytest.raises(AttnInputError, match="A2"):
-        entrywise_product_bound(A1, A2[:, :1], 1e-3)
-    with pytest.raises(AttnInputError, match="A1"):
-        entrywise_product_bound(np.ones(3), A2, 1e-3)
+    with pytest.raises(AttnInputError, match=message):
+        call(X, A1, A2, A3, Y, E)
     for bad in (-1.0, float("inf"), True, "x"):
         with pytest.raises(AttnInputError, match="p_error_max"):
             entrywise_product_bound(A1, A2, bad)

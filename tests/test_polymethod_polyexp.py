@@ -10,6 +10,7 @@ import pytest
 
 from attnlib import AttnInputError
 from attnlib import polymethod as pm
+from attnlib.config import DEGREE_MARGIN
 
 RS = [0.25, 0.5, 1.0, 2.0, 4.0]
 EPSS = [1e-2, 1e-4, 1e-6]
@@ -48,7 +49,7 @@ def test_exp_poly_relative_error_on_dense_grid(R, eps, kind):
     assert g == pm.least_degree(R, eps, kind=kind)
     if g > 0:
         lower = pm.exp_poly_of_degree(R, g - 1, kind=kind)
-        assert pm.max_relative_error(lower, R) > eps * (1 - 1e-3)
+        assert pm.max_relative_error(lower, R) > eps * (1 - DEGREE_MARGIN)
 
 
 @pytest.mark.parametrize("R, eps, taylor, cheb", DEGREE_TABLE)
@@ -87,52 +88,76 @@ def test_measured_degree_tracks_aa22_within_constant_band():
     assert 0.4 < min(ratios) and max(ratios) < 2.5, ratios
 
 
-def test_unreachable_precision_is_refused():
-    with pytest.raises(AttnInputError, match=r"out of reach.*R=8"):
-        pm.exp_poly(8, 1e-9)
-    with pytest.raises(AttnInputError, match="out of reach"):
-        pm.least_degree(12, 1e-7, kind="taylor")
-    with pytest.raises(AttnInputError, match="out of reach"):
-        pm.exp_poly(30, 0.5)
+@pytest.mark.parametrize("kind", pm.KINDS)
+@pytest.mark.parametrize("R", [0.5, 1.0, 4.0])
+def test_relative_error_bound_holds_above_the_rounding_floor(R, kind):
+    taylor = kind == "taylor"
+    for g in range(0, 31):
+        bound = pm.relative_error_bound(R, g, kind=kind)
+        exact = (
+            math.exp(R) * R ** (g + 1) / math.factorial(g + 1)
+            if taylor
+            else 2 * math.exp(2 * R) * (R / 2) ** (g + 1) / math.factorial(g + 1)
+        )
+        assert bound == pytest.approx(exact, rel=1e-12)
+        if bound > 1e3 * (pm.rounding_floor(R) + 1e-16):
+            assert pm.max_relative_error(pm.exp_poly_of_degree(R, g, kind=kind), R) <= bound
+
+
+def test_relative_error_bound_edges():
+    assert pm.relative_error_bound(1e300, 3) == math.inf
+    assert pm.relative_error_bound(1e-300, 400) == 0.0
+    with pytest.raises(AttnInputError, match="g must be an integer <= 400"):
+        pm.relative_error_bound(1.0, 401)
+    with pytest.raises(AttnInputError, match="kind must be one of"):
+        pm.relative_error_bound(1.0, 3, kind="remez")
+
+
+OUT_OF_REACH = [
+    (lambda: pm.exp_poly(8, 1e-9), r"out of reach.*R=8"),
+    (lambda: pm.least_degree(12, 1e-7, kind="taylor"), "out of reach"),
+    (lambda: pm.exp_poly(30, 0.5), "out of reach"),
+]
+
+
+@pytest.mark.parametrize("call,message", OUT_OF_REACH)
+def test_unreachable_precision_is_refused(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
     # just inside reach works, and is checked
     p = pm.exp_poly(8, 1e-6)
     assert _independent_rel_error(p, 8) <= 1e-6
     assert pm.rounding_floor(8) == pytest.approx(2.0**-52 * math.exp(16))
 
 
+@pytest.mark.parametrize("fn", [pm.exp_poly, pm.least_degree, pm.aa22_degree])
 @pytest.mark.parametrize("eps", [0, 1, -0.1, 1.5, math.nan, math.inf, True, "0.1", None])
-def test_bad_eps(eps):
+def test_bad_eps(fn, eps):
     with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
-        pm.exp_poly(1.0, eps)
-    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
-        pm.least_degree(1.0, eps)
-    with pytest.raises(AttnInputError, match=r"eps must be a real number in \(0, 1\)"):
-        pm.aa22_degree(1.0, eps)
+        fn(1.0, eps)
 
 
+@pytest.mark.parametrize("fn", [pm.exp_poly, pm.least_degree, pm.aa22_degree])
 @pytest.mark.parametrize("R", [math.nan, math.inf, -math.inf, 0, -1.0, "1", None, False])
-def test_bad_R(R):
+def test_bad_R(fn, R):
     with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
-        pm.exp_poly(R, 1e-3)
-    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
-        pm.least_degree(R, 1e-3)
-    with pytest.raises(AttnInputError, match="R must be a positive finite real number"):
-        pm.aa22_degree(R, 1e-3)
+        fn(R, 1e-3)
 
 
-def test_bad_kind_and_grid():
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.exp_poly(1.0, 1e-3, kind="remez")
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.least_degree(1.0, 1e-3, kind=None)
-    with pytest.raises(AttnInputError, match="points must be an integer >= 2"):
-        pm.max_relative_error(np.exp, 1.0, points=1)
-    with pytest.raises(AttnInputError, match="g must be an integer >= 0"):
-        pm.exp_poly_of_degree(1.0, -1)
-    with pytest.raises(AttnInputError, match="kind must be one of"):
-        pm.exp_poly_of_degree(1.0, 3, kind="remez")
-    with pytest.raises(AttnInputError, match="poly must be a callable"):
-        pm.max_relative_error([1.0, 1.0], 1.0)
+BAD_KIND_AND_GRID = [
+    (lambda: pm.exp_poly(1.0, 1e-3, kind="remez"), "kind must be one of"),
+    (lambda: pm.least_degree(1.0, 1e-3, kind=None), "kind must be one of"),
+    (lambda: pm.max_relative_error(np.exp, 1.0, points=1), "points must be an integer >= 2"),
+    (lambda: pm.exp_poly_of_degree(1.0, -1), "g must be an integer >= 0"),
+    (lambda: pm.exp_poly_of_degree(1.0, 3, kind="remez"), "kind must be one of"),
+    (lambda: pm.max_relative_error([1.0, 1.0], 1.0), "poly must be a callable"),
+]
+
+
+@pytest.mark.parametrize("call,message", BAD_KIND_AND_GRID)
+def test_bad_kind_and_grid(call, message):
+    with pytest.raises(AttnInputError, match=message):
+        call()
 
 
 # ---- decisions that do not depend on the machine ------------------------------------------

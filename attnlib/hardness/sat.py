@@ -26,6 +26,9 @@ __all__ = [
     "random_ksat",
     "brute_force_sat",
     "is_satisfied",
+    "all_models",
+    "count_models",
+    "assignment_bits",
     "read_dimacs",
     "write_dimacs",
 ]
@@ -98,6 +101,17 @@ def random_ksat(n_vars, n_clauses, k, *, seed) -> list[tuple[int, ...]]:
     Returns
     -------
     list of ``n_clauses`` tuples of signed literals, each sorted by variable.
+
+    Raises
+    ------
+    AttnInputError
+        if a count is not a positive integer, k > n_vars, the seed is not an integer ≥ 0, or
+        the draw would not fit in memory.
+
+    Examples
+    --------
+    >>> random_ksat(4, 2, 3, seed=0)
+    [(2, 3, 4), (1, -3, 4)]
     """
     n_vars = check_int("n_vars", n_vars)
     n_clauses = check_int("n_clauses", n_clauses)
@@ -153,6 +167,14 @@ def brute_force_sat(clauses, n_vars) -> tuple[bool, ...] | None:
     The assignments are tried in the order of their integer code (bit v-1 = x_v), so the
     answer is the satisfying assignment with the smallest code. Time O(2^N · #clauses), a
     compiled kernel; n_vars ≤ 30.
+
+    Raises :class:`AttnInputError` if n_vars is not an integer from 1 to 30 or the clauses
+    are not a valid formula on n_vars variables (see :func:`check_clauses`).
+
+    Examples
+    --------
+    >>> brute_force_sat([(1, 2), (-1,)], 2)
+    (False, True)
     """
     n_vars = check_int("n_vars", n_vars, maximum=MAX_BRUTE_FORCE_VARS)
     clauses = check_clauses(clauses, n_vars)
@@ -163,8 +185,8 @@ def brute_force_sat(clauses, n_vars) -> tuple[bool, ...] | None:
     return tuple(bool((a >> v) & 1) for v in range(n_vars))
 
 
-def is_satisfied(clauses, assignment) -> bool:
-    """True iff the assignment (a sequence of n_vars booleans) satisfies every clause."""
+def _check_assignment(assignment) -> list[bool]:
+    """A non-empty sequence of booleans (Python or numpy), as a list."""
     if isinstance(assignment, (str, bytes)) or not hasattr(assignment, "__len__"):
         raise AttnInputError(f"assignment must be a sequence of booleans, got {assignment!r}")
     values = list(assignment)
@@ -173,14 +195,88 @@ def is_satisfied(clauses, assignment) -> bool:
     for i, v in enumerate(values):
         if not isinstance(v, (bool, np.bool_)):
             raise AttnInputError(f"assignment[{i}] must be a bool, got {v!r}")
+    return values
+
+
+def is_satisfied(clauses, assignment) -> bool:
+    """True iff the assignment (a sequence of n_vars booleans) satisfies every clause.
+
+    Raises :class:`AttnInputError` if the assignment is not a non-empty sequence of booleans
+    or the clauses use a variable it does not assign.
+    """
+    values = _check_assignment(assignment)
     clauses = check_clauses(clauses, len(values))
     return all(any(values[abs(lit) - 1] == (lit > 0) for lit in clause) for clause in clauses)
+
+
+def _satisfying_codes(clauses, n_vars) -> np.ndarray:
+    """The codes a (bit v-1 = value of x_v) of every satisfying assignment, ascending."""
+    n_vars = check_int("n_vars", n_vars, maximum=MAX_BRUTE_FORCE_VARS)
+    clauses = check_clauses(clauses, n_vars)
+    # the codes (int64), one boolean per code, and two int64 temporaries of a clause's test
+    check_memory("the 2^n_vars assignments", 26 << n_vars, culprits="n_vars")
+    pos, neg = _clause_masks(clauses)
+    a = np.arange(1 << n_vars, dtype=np.int64)
+    ok = np.ones(1 << n_vars, dtype=np.bool_)
+    for p, q in zip(pos.tolist(), neg.tolist(), strict=True):
+        ok &= ((a & p) != 0) | ((~a & q) != 0)
+    return np.flatnonzero(ok)
+
+
+def all_models(clauses, n_vars) -> list[tuple[bool, ...]]:
+    """Every satisfying assignment, by enumerating all 2^n_vars of them at once, in the order
+    of their integer code (bit v-1 = x_v), so the first is :func:`brute_force_sat`'s.
+
+    Raises :class:`AttnInputError` as :func:`brute_force_sat` does, and when the 2^n_vars
+    assignments would not fit in memory.
+
+    Examples
+    --------
+    >>> all_models([(1, 2), (-1, -2)], 2)
+    [(True, False), (False, True)]
+    """
+    codes = _satisfying_codes(clauses, n_vars)
+    return [tuple(bool((int(a) >> v) & 1) for v in range(n_vars)) for a in codes]
+
+
+def count_models(clauses, n_vars) -> int:
+    """The number of satisfying assignments of the formula, by enumeration (see
+    :func:`all_models`).
+
+    Raises :class:`AttnInputError` as :func:`all_models` does.
+
+    Examples
+    --------
+    >>> count_models([(1, 2, 3)], 3)
+    7
+    """
+    return int(_satisfying_codes(clauses, n_vars).size)
+
+
+def assignment_bits(assignment) -> str:
+    """An assignment written as a string of bits, x_1 first: ``"010"`` is x_2 true only.
+
+    Raises :class:`AttnInputError` if the assignment is not a non-empty sequence of booleans.
+
+    Examples
+    --------
+    >>> assignment_bits((False, True, False))
+    '010'
+    """
+    return "".join("1" if v else "0" for v in _check_assignment(assignment))
 
 
 def write_dimacs(clauses, n_vars, *, comment: str | None = None) -> str:
     """The formula as DIMACS CNF text: an optional ``c`` comment, ``p cnf N C``, one clause a line.
 
-    Each clause line lists its literals and ends with ``0``.
+    Each clause line lists its literals and ends with ``0``. Raises :class:`AttnInputError`
+    for an invalid formula or a comment that is not a string.
+
+    Examples
+    --------
+    >>> print(write_dimacs([(1, -2)], 2), end="")
+    p cnf 2 1
+    1 -2 0
     """
     n_vars = check_int("n_vars", n_vars)
     clauses = check_clauses(clauses, n_vars)
@@ -206,6 +302,11 @@ def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
     lines (each ends with ``0``), and SATLIB's trailing ``%`` marker. Raises
     :class:`AttnInputError` for a missing or malformed header, a non-integer token, a variable
     beyond N, an unterminated last clause, or a clause count different from C.
+
+    Examples
+    --------
+    >>> read_dimacs("p cnf 2 1\\n1 -2 0\\n")
+    ([(1, -2)], 2)
     """
     if not isinstance(text, str):
         raise AttnInputError(f"text must be a str holding DIMACS CNF, got {type(text).__name__}")

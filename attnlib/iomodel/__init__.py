@@ -10,7 +10,6 @@ from . import (
     bounds,
     causal,
     flash,
-    gpus,
     gqa,
     graphs,
     intensity,
@@ -27,7 +26,6 @@ from .blocks import *  # noqa: F403
 from .bounds import *  # noqa: F403
 from .causal import *  # noqa: F403
 from .flash import *  # noqa: F403
-from .gpus import *  # noqa: F403
 from .gqa import *  # noqa: F403
 from .graphs import *  # noqa: F403
 from .intensity import *  # noqa: F403
@@ -51,7 +49,6 @@ __all__ = (
     + causal.__all__
     + gqa.__all__
     + intensity.__all__
-    + gpus.__all__
     + sweeps.__all__
     + graphs.__all__
     + optimal.__all__

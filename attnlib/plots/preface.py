@@ -1,4 +1,4 @@
-"""The preface's figures: the map of results and the reading paths."""
+"""The preface's figures (book/intro.ipynb): the map of results and the reading paths."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError
+from .._checks import AttnInputError, check_int
+from ..iomodel.bounds import backward_lower_bound
 from . import add_takeaway, use_book_style
 
 __all__ = [
@@ -19,27 +20,28 @@ __all__ = [
 
 
 def map_of_results(*, d: int = 64):
-    """The book's map of results as one figure: problem × regime × bound × chapter.
+    """The preface's map of results as one figure of two panels, one above the other.
 
-    Left, data movement of exact attention (forward and backward) against fast memory M,
-    from :func:`attnlib.iomodel.backward_lower_bound` divided by n²: the large-cache branch
-    d²/M (FlashAttention is optimal; SY24 Thm 3.1, LLS+24) and the small-cache branch d/√M
-    (square tiling, SY24 Alg. 1, and the small-cache backward, LLS+24), crossing at M = d².
-    Right, the time of the gradient against the entry bound B (AS24, with d = O(log n) and
-    ε = 1/poly(n)): below B ≈ √log n it takes n^{1+o(1)} time (Thm 1.6); for
-    B = ω(√log n) no n^{2−Ω(1)} algorithm exists under SETH (Thm 1.5). The right panel is
-    schematic: the theorems are asymptotic, so the boundary is drawn at B = √(ln n) with a
-    band of a constant factor 2 either side.
+    Top, the data movement of exact attention (forward and backward) against the fast memory
+    M, on log-log axes: :func:`attnlib.iomodel.backward_lower_bound` at n = 1024 and head
+    dimension ``d``, divided by n² (words per score), with its two branches dashed, the
+    large-cache branch d²/M (FlashAttention is optimal; SY24 Thm 3.1, LLS+24) and the
+    small-cache branch d/√M (square tiling, SY24 Alg. 1, and the small-cache backward,
+    LLS+24). They cross at M = d², where both equal 1 (the bound is n² words).
 
-    Deterministic, no arguments needed; returns the Figure.
+    Bottom, the time of the gradient against the entry bound B (AS24, with d = O(log n) and
+    ε = 1/poly(n)) for n from 2⁴ to 2⁴⁰: for B = o(√log n) it takes n^{1+o(1)} time
+    (Thm 1.6); for B = ω(√log n) no n^{2−Ω(1)} algorithm exists under SETH (Thm 1.5). This
+    panel is schematic: the theorems are asymptotic, so the boundary is drawn at B = √(ln n)
+    with a grey band of a constant factor 2 either side.
+
+    Deterministic; returns the Figure. Raises :class:`attnlib.AttnInputError` if ``d`` is not
+    an integer ≥ 2.
     """
-    from attnlib._checks import check_int
-    from attnlib.iomodel.bounds import backward_lower_bound
-
     d = check_int("d", d, minimum=2)
     fig, (ax_io, ax_b) = plt.subplots(2, 1, figsize=(7.2, 9.0))
 
-    # Left: I/O per score entry against M, both branches and the bound.
+    # Top: I/O per score entry against M, both branches and the bound.
     d2 = d * d
     Ms = np.unique(np.geomspace(max(4, d2 // 256), d2 * 256, 97).astype(int))
     n = 1024
@@ -49,23 +51,12 @@ def map_of_results(*, d: int = 64):
     ax_io.axvspan(d2, Ms[-1], color="#1f77b4", alpha=0.06)
     # Each branch drawn dashed a little past the crossover, where it stops being the bound.
     near = (Ms >= d2 / 16) & (Ms <= d2 * 16)
-    show_large, show_small = (Ms >= d2) | near, (Ms <= d2) | near
-    ax_io.loglog(
-        Ms[show_large],
-        large[show_large],
-        ls="--",
-        color="#1f77b4",
-        lw=1.2,
-        label=r"$n^2d^2/M$ (large-cache branch)",
+    branches = (
+        (large, (Ms >= d2) | near, "#1f77b4", r"$n^2d^2/M$ (large-cache branch)"),
+        (small, (Ms <= d2) | near, "#d62728", r"$n^2d/\sqrt{M}$ (small-cache branch)"),
     )
-    ax_io.loglog(
-        Ms[show_small],
-        small[show_small],
-        ls="--",
-        color="#d62728",
-        lw=1.2,
-        label=r"$n^2d/\sqrt{M}$ (small-cache branch)",
-    )
+    for values, shown, color, label in branches:
+        ax_io.loglog(Ms[shown], values[shown], ls="--", color=color, lw=1.2, label=label)
     ax_io.loglog(Ms, bound, color="black", lw=2.2, label="lower bound = their minimum")
     ax_io.axvline(d2, color="gray", lw=1, ls=":")
     ax_io.plot([d2], [1.0], "o", color="black")
@@ -103,7 +94,7 @@ def map_of_results(*, d: int = 64):
     ax_io.set_title("Exact attention: data movement (I/O model)")
     ax_io.legend(loc="lower left", fontsize=8)
 
-    # Right: the B-versus-n phase diagram of AS24.
+    # Bottom: the B-versus-n phase diagram of AS24.
     log2n = np.linspace(4, 40, 200)
     thr = np.sqrt(log2n * math.log(2))
     b_top = 2.6 * thr[-1]

@@ -105,7 +105,16 @@ class ApproxPlan:
 
 
 def forward_error_bound(eps, V_max) -> float:
-    """The bound ‖Õ − O‖_max ≤ 2ε/(1−ε) · ‖V‖_max derived in the module docstring."""
+    """The bound ‖Õ − O‖_max ≤ 2ε/(1−ε) · ‖V‖_max derived in the module docstring.
+
+    Raises :class:`attnlib.AttnInputError` if eps is not in (0, 1), V_max is not a finite
+    number ≥ 0, or the bound overflows a float.
+
+    Examples
+    --------
+    >>> forward_error_bound(0.5, 3.0)
+    6.0
+    """
     eps = check_open_unit("eps", eps)
     V_max = check_real("V_max", V_max, minimum=0.0, expected="a finite number >= 0")
     bound = 2.0 * eps / (1.0 - eps) * V_max
@@ -117,10 +126,6 @@ def forward_error_bound(eps, V_max) -> float:
     return bound
 
 
-def _check_kind(kind) -> str:
-    return check_choice("kind", kind, KINDS)
-
-
 def _budget(memory_budget) -> int:
     if memory_budget is None:
         return MEMORY_BUDGET_BYTES
@@ -130,7 +135,7 @@ def _budget(memory_budget) -> int:
 def _plan(Q, K, tau, eps, kind, memory_budget) -> ApproxPlan:
     """Degree from the logit range, rank, and the budget check; allocates O(1) memory."""
     eps = check_open_unit("eps", eps)
-    kind = _check_kind(kind)
+    kind = check_choice("kind", kind, KINDS)
     budget = _budget(memory_budget)
     n, d = Q.shape
     m = K.shape[0]
@@ -170,6 +175,8 @@ def peak_bytes(plan: ApproxPlan, which: str, d_v: int | None = None) -> int:
     next to its (rows × d·d_v) factors (backward); the (n + m) × (d+1)·d batched factors and
     their two r × (d+1)·d products (gradient). These last terms do not shrink with n, so for
     small n they dominate (tested against tracemalloc).
+
+    Raises :class:`attnlib.AttnInputError` on an unknown ``which``.
     """
     n, m, d, r = plan.n, plan.m, plan.d, plan.rank
     dv = d if d_v is None else d_v
@@ -215,6 +222,12 @@ def approx_plan(Q, K, *, eps, scale=None, kind="chebyshev", memory_budget=None) 
     Q : (n, d), K : (m, d); ``scale`` defaults to 1/√d as in :func:`attnlib.attention`.
     Raises :class:`attnlib.AttnInputError` if eps ∉ (0, 1), if the logit range is beyond what
     double precision can reach at eps, or if the factors exceed ``memory_budget`` bytes.
+
+    Examples
+    --------
+    >>> plan = approx_plan(np.ones((5, 4)), np.ones((3, 4)), eps=1e-3, scale=0.25)
+    >>> plan.R, plan.degree, plan.rank
+    (1.0, 5, 126)
     """
     Q, K = _check_qk(Q, K)
     tau = check_scale(scale, Q.shape[1])
@@ -231,15 +244,7 @@ def _factors(Q, K, tau, plan):
 
 
 def approx_attention(
-    Q,
-    K,
-    V,
-    *,
-    eps,
-    scale=None,
-    kind="chebyshev",
-    memory_budget=None,
-    return_plan=False,
+    Q, K, V, *, eps, scale=None, kind="chebyshev", memory_budget=None, return_plan=False
 ):
     """AS23's approximate attention Õ = f̃ V, computed as U₁(V₁ᵀV), never forming n×m.
 
@@ -258,6 +263,21 @@ def approx_attention(
 
     Guarantee: ‖Õ − O‖_max ≤ 2ε/(1−ε)·‖V‖_max (module docstring; AS23 Thm 3.8 states an
     entrywise ε‖V‖_max-type bound for its version). Time O((n+m) r d_v), memory O((n+m) r).
+
+    Raises
+    ------
+    AttnInputError
+        for invalid arrays, scale, eps or kind, a logit range out of reach at eps, or a peak
+        memory (:func:`peak_bytes`) over ``memory_budget``.
+
+    Examples
+    --------
+    >>> import attnlib as al
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.uniform(-1, 1, (40, 4)), rng.uniform(-1, 1, (30, 4)), np.eye(30)[:, :3]
+    >>> O = approx_attention(Q, K, V, eps=1e-3)
+    >>> bool(np.abs(O - al.attention(Q, K, V)).max() <= forward_error_bound(1e-3, 1.0))
+    True
     """
     Q, K = _check_qk(Q, K)
     V = as_float_array("V", V)
@@ -287,16 +307,7 @@ def _light_hadamard_times(U1, V1, A, B, right):
 
 
 def approx_attention_backward(
-    Q,
-    K,
-    V,
-    dO,
-    *,
-    eps,
-    scale=None,
-    kind="chebyshev",
-    memory_budget=None,
-    return_plan=False,
+    Q, K, V, dO, *, eps, scale=None, kind="chebyshev", memory_budget=None, return_plan=False
 ):
     """The backward pass with P replaced by the low-rank f̃ = U₁V₁ᵀ: AS24 §D in QKV form.
 
@@ -322,6 +333,11 @@ def approx_attention_backward(
     -------
     dQ, dK, dV : (n, d), (m, d), (m, d_v) in the inputs' dtype; or ``(dQ, dK, dV, plan)``.
     Time O((n+m) r d d_v), memory O((n+m) r).
+
+    Raises
+    ------
+    AttnInputError
+        as :func:`approx_attention`, and if dO is not (n, d_v).
     """
     Q, K = _check_qk(Q, K)
     V = as_float_array("V", V)
@@ -364,6 +380,9 @@ def loss_plan(X, A1, A2, *, eps, kind="chebyshev", memory_budget=None) -> Approx
     """The :class:`ApproxPlan` of :func:`approx_attention_loss_grad`: Q = A₁X, K = A₂, τ = 1/d.
 
     Note AS24 Lemma D.1 bounds ‖A₁X‖∞ (the paper writes ‖A₁ᵀX‖∞, an erratum).
+
+    Raises :class:`attnlib.AttnInputError` as :func:`approx_plan` does, and if X is not
+    (d, d) or A2's width differs from A1's.
     """
     A1 = as_float_array("A1", A1)
     d = A1.shape[1]
@@ -375,7 +394,7 @@ def loss_plan(X, A1, A2, *, eps, kind="chebyshev", memory_budget=None) -> Approx
 
 
 def _loss_parts(X, A1, A2, A3, Y, E, eps, kind, memory_budget):
-    """Shared by the light and the Kronecker versions: factors, h, c̃, r̃ (AS24 §D.1–D.4)."""
+    """Shared by the light and the Kronecker forms: factors, h, c̃, r̃ (AS24 §D.1–D.4)."""
     (X, A1, A2, A3, Y, E), dtype = _check_loss_inputs(X, A1, A2, A3, Y, E)
     d = A1.shape[1]
     Q = A1 @ X
@@ -388,17 +407,7 @@ def _loss_parts(X, A1, A2, A3, Y, E, eps, kind, memory_budget):
 
 
 def approx_attention_loss_grad(
-    X,
-    A1,
-    A2,
-    A3,
-    Y,
-    E,
-    *,
-    eps,
-    kind="chebyshev",
-    memory_budget=None,
-    return_plan=False,
+    X, A1, A2, A3, Y, E, *, eps, kind="chebyshev", memory_budget=None, return_plan=False
 ):
     """AS24's almost-linear dL/dX (AS24 App. D, errata fixed), memory-light form.
 
@@ -420,6 +429,16 @@ def approx_attention_loss_grad(
     to ``A1.T @ approx_attention_backward(A1 @ X, A2, A3 @ Y, c̃, eps=eps, scale=1/d)[0]``.
     Raises :class:`attnlib.AttnInputError` for invalid inputs, a logit range out of reach at
     eps, or a peak memory (:func:`peak_bytes`) over ``memory_budget``.
+
+    Examples
+    --------
+    >>> import attnlib as al
+    >>> from attnlib.polymethod import bounded_loss_inputs
+    >>> args = bounded_loss_inputs(64, 4, 1.0, np.random.default_rng(0))
+    >>> G = approx_attention_loss_grad(*args, eps=1e-4)
+    >>> exact = al.attention_loss_grad(*args)
+    >>> bool(np.abs(G - exact).max() < 1e-4 * np.abs(exact).max())
+    True
     """
     plan = loss_plan(X, A1, A2, eps=eps, kind=kind, memory_budget=memory_budget)
     _check_peak(plan, "loss_grad", None, memory_budget)
@@ -436,45 +455,3 @@ def approx_attention_loss_grad(
     G /= d
     G = G.astype(dtype, copy=False)
     return (G, plan) if return_plan else G
-
-
-def _loss_grad_kronecker(
-    X,
-    A1,
-    A2,
-    A3,
-    Y,
-    E,
-    *,
-    eps,
-    kind="chebyshev",
-    memory_budget=None,
-    lemma_d3="fixed",
-    lemma_d5="fixed",
-):
-    """Private reference: AS24 App. D literally, with the row-wise Kronecker factors built.
-
-    p̃₁ = (U₁ ⊘ c̃)(V₁ ⊘ h)ᵀ (rank r·d, memory O(n r d)); p̃₂ = U₄V₄ᵀ.
-
-    ``lemma_d3="as_printed"`` uses the paper's q̃ = h c̃ᵀ, i.e. p̃₁ = (U₁ ⊘ h)(V₁ ⊘ c̃)ᵀ;
-    ``lemma_d5="as_printed"`` scales columns, U₄ = U₁, V₄ = diag(r̃)V₁, i.e. p̃₂ = f̃ diag(r̃).
-    Both "as printed" variants only type-check when m = n, as in the paper. They exist to
-    demonstrate the errata (Chapter 7); the defaults give the corrected algorithm.
-    """
-    A1, A2, U1, V1, h, c, r, d, _, dtype = _loss_parts(
-        X, A1, A2, A3, Y, E, eps, kind, memory_budget
-    )
-    if lemma_d3 not in ("fixed", "as_printed") or lemma_d5 not in ("fixed", "as_printed"):
-        raise AttnInputError("lemma_d3 and lemma_d5 must be 'fixed' or 'as_printed'")
-    if "as_printed" in (lemma_d3, lemma_d5) and A1.shape[0] != A2.shape[0]:
-        raise AttnInputError("the as-printed AS24 lemmas only type-check when m = n")
-    if lemma_d3 == "fixed":
-        L3, R3 = rowwise_kron(U1, c), rowwise_kron(V1, h)  # f̃ ∘ (c̃hᵀ)
-    else:
-        L3, R3 = rowwise_kron(U1, h), rowwise_kron(V1, c)  # f̃ ∘ (hc̃ᵀ)
-    if lemma_d5 == "fixed":
-        U4, V4 = r[:, None] * U1, V1  # diag(r̃) f̃
-    else:
-        U4, V4 = U1, r[:, None] * V1  # f̃ diag(r̃)
-    G = (A1.T @ L3) @ (R3.T @ A2) - (A1.T @ U4) @ (V4.T @ A2)
-    return (G / d).astype(dtype, copy=False)

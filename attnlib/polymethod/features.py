@@ -67,7 +67,13 @@ def _binomial(N: int, k: int, names: str) -> int:
 def feature_rank(d, g) -> int:
     """r = C(g+d, d): the number of multi-indices α ∈ ℕ^d with |α| ≤ g (the width of U, V).
 
-    Raises :class:`attnlib.AttnInputError` for invalid d or g, or if r > 10³⁰⁰."""
+    Raises :class:`attnlib.AttnInputError` for invalid d or g, or if r > 10³⁰⁰.
+
+    Examples
+    --------
+    >>> feature_rank(8, 4), as23_rank_bound(8, 4)
+    (495, 735471)
+    """
     d = check_int("d", d)
     g = check_int("g", g, minimum=0)
     return _binomial(g + d, d, "d and g are")
@@ -119,6 +125,8 @@ def multi_indices(d, g) -> np.ndarray:
     """All α ∈ ℕ^d with |α| ≤ g, as an (r, d) integer array, in the column order of U and V.
 
     Graded order: degree 0, then degree 1, …; r = :func:`feature_rank` (d, g).
+
+    Raises :class:`attnlib.AttnInputError` for invalid d or g, or a table too large for memory.
     """
     d = check_int("d", d)
     g = check_int("g", g, minimum=0)
@@ -203,8 +211,22 @@ def poly_features(Q, K, poly, *, scale):
     -------
     U : (n, r), U[i, α] = c_{|α|} (|α|!/α!) τ^{|α|} Q_i^α
     V : (m, r), V[j, α] = K_j^α
-    The columns follow :func:`multi_indices` (d, g). Exact identity (multinomial theorem);
-    Our derivation; AS23 §3 uses the same construction.
+    The columns follow :func:`multi_indices` (d, g). An exact identity (the multinomial
+    theorem; our derivation, AS23 §3 uses the same construction).
+
+    Raises
+    ------
+    AttnInputError
+        for invalid Q, K or scale, a ``poly`` that is not a real polynomial, or U and V too
+        large for memory.
+
+    Examples
+    --------
+    >>> Q, K = np.array([[1.0, 2.0]]), np.array([[3.0, -1.0], [0.5, 0.5]])
+    >>> U, V = poly_features(Q, K, [1.0, 1.0, 0.5], scale=0.5)  # 1 + s + s²/2
+    >>> s = 0.5 * Q @ K.T
+    >>> bool(np.allclose(U @ V.T, 1 + s + s**2 / 2)), U.shape
+    (True, (1, 6))
     """
     Q = as_float_array("Q", Q)
     K = as_float_array("K", K)
@@ -238,6 +260,9 @@ def rowwise_kron(A, B) -> np.ndarray:
     A : (n, a), B : (n, b) → (n, a·b) with (A ⊘ B)[i, p·b + t] = A[i, p] · B[i, t].
     Key identity: (A ⊘ B)(C ⊘ D)ᵀ = (A Cᵀ) ∘ (B Dᵀ), which turns a Hadamard product of two
     low-rank matrices into one low-rank product (AS24 §D).
+
+    Raises :class:`attnlib.AttnInputError` for invalid arrays, different row counts, or a
+    product too large for memory.
     """
     A = as_float_array("A", A)
     B = as_float_array("B", B)

@@ -28,20 +28,23 @@ Two bounds on the entrywise error ‖G̃ − G‖_max of :func:`approx_attention
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
-from .._checks import (
-    AttnInputError,
-    as_float_array,
-    check_cols,
-    check_loss_inputs,
-    check_open_unit,
-)
+from .._checks import as_float_array, check_cols, check_loss_inputs, check_open_unit, check_real
 
 __all__ = ["entrywise_product_bound", "loss_grad_error_bound", "loss_grad_magnitude_bound"]
+
+
+def _scales(X, A1, A2, A3, Y, E):
+    """n, H = ‖A₃Y‖_max, C = H + ‖E‖_max, ‖A₁‖_max and ‖A₂‖_max, after validating the inputs."""
+    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
+    H = float(np.abs(A3.astype(np.float64) @ Y.astype(np.float64)).max(initial=0.0))
+    C = H + float(np.abs(E).max(initial=0.0))
+    return A1.shape[0], H, C, _max_abs(A1), _max_abs(A2)
+
+
+def _max_abs(A) -> float:
+    return float(np.abs(A).max(initial=0.0))
 
 
 def loss_grad_error_bound(X, A1, A2, A3, Y, E, *, eps) -> float:
@@ -55,13 +58,9 @@ def loss_grad_error_bound(X, A1, A2, A3, Y, E, *, eps) -> float:
 
     Raises :class:`attnlib.AttnInputError` on malformed arrays or ``eps`` outside (0, 1).
     """
-    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
+    n, H, C, a1, a2 = _scales(X, A1, A2, A3, Y, E)
     eps = check_open_unit("eps", eps)
     eta = 2.0 * eps / (1.0 - eps)
-    n = A1.shape[0]
-    H = float(np.abs(A3.astype(np.float64) @ Y.astype(np.float64)).max(initial=0.0))
-    C = H + float(np.abs(E).max(initial=0.0))
-    a1, a2 = float(np.abs(A1).max(initial=0.0)), float(np.abs(A2).max(initial=0.0))
     return n * eta * a1 * a2 * H * ((2.0 + eta) * (C + H) + C)
 
 
@@ -73,11 +72,8 @@ def loss_grad_magnitude_bound(X, A1, A2, A3, Y, E) -> float:
 
     Raises :class:`attnlib.AttnInputError` on malformed arrays.
     """
-    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
-    H = float(np.abs(A3.astype(np.float64) @ Y.astype(np.float64)).max(initial=0.0))
-    C = H + float(np.abs(E).max(initial=0.0))
-    a1, a2 = float(np.abs(A1).max(initial=0.0)), float(np.abs(A2).max(initial=0.0))
-    return 2.0 * A1.shape[0] * a1 * a2 * C * H
+    n, H, C, a1, a2 = _scales(X, A1, A2, A3, Y, E)
+    return 2.0 * n * a1 * a2 * C * H
 
 
 def entrywise_product_bound(A1, A2, p_error_max) -> float:
@@ -93,12 +89,8 @@ def entrywise_product_bound(A1, A2, p_error_max) -> float:
     A1 = as_float_array("A1", A1)
     A2 = as_float_array("A2", A2)
     check_cols("A2", A2, A1.shape[1], "A1")
-    if (
-        isinstance(p_error_max, bool)
-        or not isinstance(p_error_max, numbers.Real)
-        or not 0 <= p_error_max < math.inf
-    ):
-        raise AttnInputError(f"p_error_max must be a finite number >= 0, got {p_error_max!r}")
+    p_error_max = check_real(
+        "p_error_max", p_error_max, minimum=0.0, expected="a finite number >= 0"
+    )
     (n, d), m = A1.shape, A2.shape[0]
-    a1, a2 = float(np.abs(A1).max(initial=0.0)), float(np.abs(A2).max(initial=0.0))
-    return n * m * a1 * a2 * float(p_error_max) / d
+    return n * m * _max_abs(A1) * _max_abs(A2) * p_error_max / d

@@ -9,7 +9,9 @@ Two constructions:
 * ``kind="chebyshev"``: interpolation of exp at the g+1 Chebyshev points of [−R, R];
 * ``kind="taylor"``: the Taylor polynomial about the midpoint of [−R, R], i.e. about 0.
 
-Neither construction *proves* the bound in floating point, so :func:`exp_poly` checks it:
+:func:`relative_error_bound` gives the textbook bound on each one's error in exact arithmetic.
+
+Neither construction *proves* an accuracy in floating point, so :func:`exp_poly` checks it:
 the relative error is measured on a dense grid (:func:`max_relative_error`, 10⁵ points by
 default) with the polynomial evaluated in the monomial basis, as the feature map of
 :mod:`attnlib.polymethod.features` uses it. The least degree that passes is
@@ -53,7 +55,7 @@ from .._checks import (
     check_open_unit,
     check_positive_real,
 )
-from ..config import CHECK_POINTS, SEARCH_POINTS
+from ..config import CHECK_POINTS, DEGREE_MARGIN, SEARCH_POINTS
 
 __all__ = [
     "KINDS",
@@ -61,6 +63,7 @@ __all__ = [
     "exp_poly_of_degree",
     "least_degree",
     "aa22_degree",
+    "relative_error_bound",
     "max_relative_error",
     "rounding_floor",
     "max_logit_range",
@@ -69,19 +72,13 @@ __all__ = [
 
 KINDS = ("chebyshev", "taylor")
 
-#: The dense-grid error must stay this far below eps, so that a different dense grid (e.g. a
-#: reader's np.linspace(-R, R, 10**5)) cannot find a point just above eps between ours.
-_MARGIN = 1e-3
 _MAX_DEGREE = 400
 _UNIT_ROUNDOFF = 2.0**-52
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
 #: A request is accepted only if the rounding floor u·e^{2R} is at least this factor below eps.
 #: The measured error plateaus between floor/10 and the floor, so every accepted request is
 #: reachable, with room to spare; the rule is a formula, so every machine refuses the same set.
 FLOOR_FACTOR = 10.0
-
-
-def _check_kind(kind) -> str:
-    return check_choice("kind", kind, KINDS)
 
 
 def rounding_floor(R) -> float:
@@ -89,6 +86,8 @@ def rounding_floor(R) -> float:
 
     u = 2⁻⁵². An estimate of the level at which the measured error of both constructions,
     evaluated in the monomial basis, stops falling (Chapter 6 plots it for several R).
+
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number.
     """
     R = check_positive_real("R", R)
     return _UNIT_ROUNDOFF * math.exp(min(2.0 * R, 700.0))
@@ -196,11 +195,15 @@ def exp_poly_of_degree(R, g, *, kind: str = "chebyshev") -> Polynomial:
     ``kind="chebyshev"``: the interpolant of exp at the g+1 Chebyshev points of [−R, R];
     ``kind="taylor"``: Σ_{k≤g} x^k/k!. Use :func:`max_relative_error` to measure it; use
     :func:`exp_poly` to get the least degree that meets an accuracy.
+
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, g is not an
+    integer from 0 to 400, kind is not one of :data:`KINDS`, or the coefficients overflow.
     """
     R = check_positive_real("R", R)
     g = check_int("g", g, minimum=0, maximum=_MAX_DEGREE)
+    kind = check_choice("kind", kind, KINDS)
     with np.errstate(over="ignore", invalid="ignore"):
-        poly = _build(R, g, _check_kind(kind))
+        poly = _build(R, g, kind)
     if not np.isfinite(poly.coef).all():
         raise AttnInputError(
             f"R={R:g} is too large for a degree-{g} {kind} polynomial of exp in double "
@@ -216,7 +219,12 @@ def _grid(R: float, points: int) -> np.ndarray:
 def max_relative_error(poly, R, *, points: int = CHECK_POINTS) -> float:
     """max |p(x)·e^{−x} − 1| over ``points`` equispaced x in [−R, R] (endpoints included).
 
-    ``poly`` is any callable on arrays (a numpy Polynomial). Returns a float.
+    ``poly`` is any callable on arrays (a numpy Polynomial). Returns a float (inf where p
+    overflows).
+
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, ``poly`` is
+    not a callable returning one real value per point, or ``points`` is not an integer ≥ 2 (or
+    too large for memory).
     """
     R = check_positive_real("R", R)
     if not callable(poly):
@@ -250,7 +258,7 @@ def _refuse(R: float, eps: float, kind: str, detail: str):
 def _least_degree(R: float, eps: float, kind: str) -> int:
     if rounding_floor(R) > eps / FLOOR_FACTOR:
         _refuse(R, eps, kind, f"eps is not {FLOOR_FACTOR:g} times above the rounding floor")
-    target = eps * (1.0 - _MARGIN)
+    target = eps * (1.0 - DEGREE_MARGIN)
     best, best_g = math.inf, 0
     for g in range(_MAX_DEGREE + 1):
         poly = _build(R, g, kind)
@@ -277,10 +285,15 @@ def least_degree(R, eps, *, kind: str = "chebyshev") -> int:
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, eps is not in
     (0, 1), or eps is within a factor :data:`FLOOR_FACTOR` of the rounding floor u·e^{2R}
     (or above it), where double precision cannot deliver it reliably.
+
+    Examples
+    --------
+    >>> least_degree(1.0, 1e-6), least_degree(1.0, 1e-6, kind="taylor")
+    (7, 9)
     """
     R = check_positive_real("R", R)
     eps = check_open_unit("eps", eps)
-    kind = _check_kind(kind)
+    kind = check_choice("kind", kind, KINDS)
     return _least_degree(R, eps, kind)
 
 
@@ -302,6 +315,14 @@ def exp_poly(R, eps, *, kind: str = "chebyshev") -> Polynomial:
     This is the softmax approximation of AS23 Lemma 3.1 (which quotes AA22): there, a
     polynomial of degree Θ(max{log(1/ε)/log(log(1/ε)/B), B}) with relative error ε on
     [0, B] exists; on [−R, R] (an interval of length B = 2R) we construct one explicitly.
+
+    Raises :class:`attnlib.AttnInputError` as :func:`least_degree` does.
+
+    Examples
+    --------
+    >>> p = exp_poly(1.0, 1e-6)
+    >>> p.degree(), max_relative_error(p, 1.0) <= 1e-6
+    (7, True)
     """
     g = least_degree(R, eps, kind=kind)
     return _build(float(R), g, kind)
@@ -316,6 +337,14 @@ def aa22_degree(R, eps) -> float:
     (L/B ≤ e), where the formula is only meaningful up to its constant and the B term
     dominates anyway.
     Returns a float: an order of growth, not a degree that is guaranteed to suffice.
+
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number (at most half
+    the largest float) or eps is not in (0, 1).
+
+    Examples
+    --------
+    >>> aa22_degree(20.0, 1e-3)
+    40.0
     """
     R = check_positive_real("R", R)
     eps = check_open_unit("eps", eps)
@@ -324,3 +353,35 @@ def aa22_degree(R, eps) -> float:
         raise AttnInputError(f"R must be at most {sys.float_info.max / 2:.3g}, got {R!r}")
     L = math.log(1.0 / eps)
     return max(B, L / math.log(max(L / B, math.e)))
+
+
+def relative_error_bound(R, g, *, kind: str = "chebyshev") -> float:
+    """The textbook bound on the relative error |p(x)e^{−x} − 1| on [−R, R] of the degree-g
+    candidate of :func:`exp_poly_of_degree` (Chapter 6's Proposition, exact arithmetic):
+
+    * ``kind="taylor"``: e^R · R^{g+1} / (g+1)!  (Taylor's remainder about 0);
+    * ``kind="chebyshev"``: 2e^{2R} · (R/2)^{g+1} / (g+1)!  (interpolation at the Chebyshev
+      points, whose node polynomial is at most 2(R/2)^{g+1} on [−R, R]).
+
+    Computed through logarithms, so it never overflows: a bound beyond the float range is
+    ``inf``. Rounding (:func:`rounding_floor`) is not included.
+
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, g is not an
+    integer from 0 to 400, or kind is not one of :data:`KINDS`.
+
+    Examples
+    --------
+    >>> f"{relative_error_bound(1.0, 6, kind='taylor'):.3e}"
+    '5.393e-04'
+    >>> relative_error_bound(1.0, 6) < relative_error_bound(1.0, 6, kind="taylor")
+    True
+    """
+    R = check_positive_real("R", R)
+    g = check_int("g", g, minimum=0, maximum=_MAX_DEGREE)
+    kind = check_choice("kind", kind, KINDS)
+    if kind == "taylor":
+        log_bound = R + (g + 1) * math.log(R)
+    else:
+        log_bound = math.log(2.0) + 2.0 * R + (g + 1) * math.log(R / 2.0)
+    log_bound -= math.lgamma(g + 2)
+    return math.exp(log_bound) if log_bound < _LOG_FLOAT_MAX else math.inf

@@ -1,0 +1,344 @@
+"""A three-level memory: HBM ⊃ L2 ⊃ on-chip, with FlashAttention-2's schedules counted.
+
+The two-level machine of :mod:`attnlib.iomodel.machine` has one fast memory. A GPU has two:
+the shared memory and registers of an SM (M words, on-chip) and the L2 cache (M_L2 words)
+in front of HBM. This module runs FlashAttention-2's forward and backward schedules on the
+two-level machine with M = the on-chip capacity (so the L2↔on-chip words *are* the
+two-level count), then replays that run's loads and stores through a second
+:class:`~attnlib.iomodel.TwoLevelMemory` of M_L2 words standing for the L2, whose slow memory
+is HBM. The L2 follows an explicit policy, our reconstruction rather than a description of
+any GPU's cache:
+
+* **pinning**: the operand the schedule re-streams (K and V in the forward; Q, dO, lse, D and
+  dQ in the backward) keeps its first k outer blocks resident in L2 from their first use to
+  the end of the run, with k the most that fit in M_L2 − M words. For a cyclic re-stream
+  this is the best a cache can do (LRU would evict each block just before its reuse).
+* **streaming**: every other block passes through L2 (it is loaded from HBM, or written to
+  HBM, once per access), taking at most M words of L2 at a time.
+* **write-back**: a pinned block that is written stays in L2 and is written to HBM once, at
+  the end.
+
+Closed forms (``*_three_level_count``) equal the replay exactly on the words crossing each
+boundary; the tests check both on a grid of cases.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._checks import AttnInputError, check_bool, check_choice, check_int, check_qkv
+
+# The package's public names (not its modules), so that this module follows them if they move.
+from . import (
+    IOCount,
+    MachineError,
+    TwoLevelMemory,
+    flash_backward,
+    flash_backward_blocks,
+    flash_backward_count,
+    flash_forward,
+    flash_forward_blocks,
+    flash_forward_count,
+)
+from .roofline import WORD_BYTES, Device
+
+__all__ = [
+    "ThreeLevelCount",
+    "l2_resident_rows",
+    "flash_forward_three_level",
+    "flash_backward_three_level",
+    "flash_forward_three_level_count",
+    "flash_backward_three_level_count",
+    "L2Absorption",
+    "l2_absorption",
+    "heads_sharing_l2",
+]
+
+
+class ThreeLevelCount(NamedTuple):
+    """Words moved by one pass on the three-level machine: ``hbm_reads`` and ``hbm_writes``
+    cross HBM↔L2; ``onchip`` (an :class:`~attnlib.iomodel.IOCount`) crosses L2↔on-chip
+    and equals the two-level count with M = the on-chip capacity; ``resident_rows`` is the
+    number of rows of the re-streamed operand pinned in L2."""
+
+    hbm_reads: int
+    hbm_writes: int
+    onchip: IOCount
+    resident_rows: int
+
+    @property
+    def hbm_total(self) -> int:
+        """HBM words read and written."""
+        return self.hbm_reads + self.hbm_writes
+
+
+def _dims(n, d, M, M_l2, m, d_v):
+    n, d, M, M_l2 = check_int("n", n), check_int("d", d), check_int("M", M), check_int("M_l2", M_l2)
+    m = n if m is None else check_int("m", m)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    if M_l2 < M:
+        raise AttnInputError(
+            f"M_l2 must be at least the on-chip M = {M} words (the L2 stages every block "
+            f"the SM loads), got M_l2={M_l2}"
+        )
+    return n, d, M, M_l2, m, d_v
+
+
+def l2_resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which="forward"):
+    """Rows of the re-streamed operand that the pinning policy keeps in an L2 of M_L2 words:
+    min(rows, k·B) with B the outer block of the re-stream and k = ⌊(M_L2 − M)/(B·w)⌋ whole
+    blocks, w the words per row (forward: key rows, B = B_c, w = d + d_v; backward: query
+    rows, B = B_r, w = 2d + d_v + 2 for Q, dO, dQ, lse and D). The M words left over
+    stage the streamed blocks. Raises AttnInputError for sizes below 1, M_L2 < M, M below
+    the schedule's minimum, or an unknown ``which``.
+
+    Examples
+    --------
+    >>> l2_resident_rows(64, 4, 120, 120 + 2 * 4 * 8)    # two key blocks of B_c = 4 rows
+    8
+    """
+    n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
+    rows, block, width = _restream(n, d, M, m, d_v, which)
+    return min(rows, (M_l2 - M) // (block * width) * block)
+
+
+def _restream(n, d, M, m, d_v, which):
+    """(rows, outer block, words per row) of the operand the schedule re-streams."""
+    which = check_choice("which", which, ("forward", "backward"))
+    if which == "forward":
+        return m, flash_forward_blocks(d, M, d_v=d_v)[1], d + d_v
+    return n, flash_backward_blocks(d, M, d_v=d_v)[0], 2 * d + d_v + 2
+
+
+# =========================================================================================
+# The replay: the on-chip run's loads and stores through a pinning L2
+# =========================================================================================
+
+
+def _missing_runs(present: np.ndarray, start: int, stop: int):
+    """Maximal runs [a, b) of rows in [start, stop) that are not present."""
+    runs, a = [], None
+    for r in range(start, stop):
+        if not present[r] and a is None:
+            a = r
+        elif present[r] and a is not None:
+            runs.append((a, r))
+            a = None
+    if a is not None:
+        runs.append((a, stop))
+    return runs
+
+
+def _replay(log, shapes: dict, pinned: dict, M_l2: int) -> tuple[int, int, int]:
+    """Replay the loads and stores of ``log`` through an L2 of ``M_l2`` words.
+
+    ``shapes`` maps each array of the run to its shape; ``pinned`` maps the pinned arrays to
+    the number R of leading rows that stay resident. Returns (HBM reads, HBM writes, L2 peak).
+    The L2 is a TwoLevelMemory whose slow memory is HBM: its CapacityError would mean that
+    the policy overfills it. Values are not moved (the on-chip run computed them).
+    """
+    l2 = TwoLevelMemory(M_l2)
+    for name, shape in shapes.items():
+        l2.zeros(name, shape)
+    present = {name: np.zeros(shapes[name][0], dtype=bool) for name in pinned}
+    pieces: list[list] = []  # [name, (a, b), L2 block, dirty]
+
+    def block_shape(name, a, b):
+        return (b - a, *shapes[name][1:])
+
+    for op in log:
+        if op.op not in ("load", "store"):
+            continue
+        name, (start, stop) = op.name, op.rows
+        if op.cols is not None and op.cols != (0, shapes[name][1]):
+            raise MachineError(f"the replay takes whole rows only, got cols {op.cols} of {name}")
+        split = min(max(start, pinned.get(name, 0)), stop)
+        if split > start:  # the pinned part: served by L2 after its first use
+            for a, b in _missing_runs(present[name], start, split):
+                if op.op == "load":
+                    pieces.append([name, (a, b), l2.load(name, (a, b)), False])
+                else:
+                    pieces.append([name, (a, b), l2.alloc(block_shape(name, a, b)), True])
+                present[name][a:b] = True
+            if op.op == "store":
+                for piece in pieces:
+                    if piece[0] == name and piece[1][0] < split and start < piece[1][1]:
+                        piece[3] = True
+        if stop > split:  # the streamed part: through L2 to or from HBM
+            if op.op == "load":
+                l2.free(l2.load(name, (split, stop)))
+            else:
+                staged = l2.alloc(block_shape(name, split, stop))
+                l2.store(name, (split, stop), None, staged)
+                l2.free(staged)
+    for name, rows, block, dirty in pieces:
+        if dirty:
+            l2.store(name, rows, None, block)
+        l2.free(block)
+    count = l2.finish()
+    return count.reads, count.writes, count.peak_fast
+
+
+def _check_M_l2(M, M_l2):
+    M, M_l2 = check_int("M", M), check_int("M_l2", M_l2)
+    if M_l2 < M:
+        raise AttnInputError(f"M_l2 must be at least the on-chip M = {M} words, got M_l2={M_l2}")
+    return M, M_l2
+
+
+def flash_forward_three_level(Q, K, V, *, M: int, M_l2: int, scale=None):
+    """FlashAttention-2's forward pass on the three-level machine: :func:`~attnlib.iomodel.
+    flash_forward` on M on-chip words, its loads and stores replayed through an L2 of M_L2
+    words that pins the first key/value blocks (see the module docstring).
+
+    Returns (O, lse, :class:`ThreeLevelCount`, L2 peak words); the count equals
+    :func:`flash_forward_three_level_count` and the peak is at most M_L2. Raises
+    AttnInputError for bad arrays, M below the schedule's minimum or M_L2 < M.
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    M, M_l2 = _check_M_l2(M, M_l2)
+    (n, d), (m, d_v) = Q.shape, V.shape
+    O, lse, onchip, mem = flash_forward(Q, K, V, M=M, scale=scale, record=True)
+    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
+    shapes = {"Q": (n, d), "K": (m, d), "V": (m, d_v), "O": (n, d_v), "lse": (n,)}
+    reads, writes, peak = _replay(mem.log, shapes, {"K": R, "V": R}, M_l2)
+    return O, lse, ThreeLevelCount(reads, writes, onchip, R), peak
+
+
+def flash_backward_three_level(Q, K, V, O, dO, lse, *, M: int, M_l2: int, scale=None):
+    """FlashAttention-2's backward pass on the three-level machine: :func:`~attnlib.iomodel.
+    flash_backward` on M on-chip words, replayed through an L2 of M_L2 words that pins the
+    query side (Q, dO, lse, D, dQ) of the first query blocks, writing D and dQ back once.
+
+    Returns (dQ, dK, dV, :class:`ThreeLevelCount`, L2 peak words); the count equals
+    :func:`flash_backward_three_level_count`. Raises AttnInputError as
+    :func:`flash_forward_three_level`.
+    """
+    M, M_l2 = _check_M_l2(M, M_l2)
+    dQ, dK, dV, onchip, mem = flash_backward(Q, K, V, O, dO, lse, M=M, scale=scale, record=True)
+    (n, d), (m, d_v) = dQ.shape, dV.shape
+    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
+    shapes = {"Q": (n, d), "K": (m, d), "V": (m, d_v), "O": (n, d_v), "dO": (n, d_v)}
+    shapes |= {"lse": (n,), "D": (n,), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
+    pinned = dict.fromkeys(("Q", "dO", "lse", "D", "dQ"), R)
+    reads, writes, peak = _replay(mem.log, shapes, pinned, M_l2)
+    return dQ, dK, dV, ThreeLevelCount(reads, writes, onchip, R), peak
+
+
+def flash_forward_three_level_count(
+    n: int, d: int, M: int, M_l2: int, *, m: int | None = None, d_v: int | None = None
+) -> ThreeLevelCount:
+    """Exact words of :func:`flash_forward_three_level` (closed form, no arrays). With
+    (B_r, B_c) = :func:`~attnlib.iomodel.flash_forward_blocks` (M), T_r = ⌈n/B_r⌉,
+    D = d + d_v and R = :func:`l2_resident_rows` pinned key rows::
+
+        HBM reads  = n·d + R·D + T_r·(m − R)·D     (pinned K, V rows read once)
+        HBM writes = n·(d_v + 1)
+        on-chip    = flash_forward_count(n, d, M)  (reads n·d + T_r·m·D)
+
+    so the L2 saves (T_r − 1)·R·D of the two-level model's HBM reads. Raises
+    AttnInputError for sizes below 1, M below the schedule's minimum or M_L2 < M.
+
+    Examples
+    --------
+    >>> c = flash_forward_three_level_count(64, 4, 120, 120 + 2 * 4 * 8)
+    >>> c.hbm_reads, c.onchip.reads, c.resident_rows
+    (5248, 5888, 8)
+    """
+    n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
+    onchip = flash_forward_count(n, d, M, m=m, d_v=d_v)
+    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
+    T_r = -(-n // flash_forward_blocks(d, M, d_v=d_v)[0])
+    D = d + d_v
+    return ThreeLevelCount(n * d + R * D + T_r * (m - R) * D, n * (d_v + 1), onchip, R)
+
+
+def flash_backward_three_level_count(
+    n: int, d: int, M: int, M_l2: int, *, m: int | None = None, d_v: int | None = None
+) -> ThreeLevelCount:
+    """Exact words of :func:`flash_backward_three_level` (closed form, no arrays). With
+    (B_r, B_c) = :func:`~attnlib.iomodel.flash_backward_blocks` (M), T_c = ⌈m/B_c⌉,
+    D = d + d_v and R = :func:`l2_resident_rows` (``which="backward"``) pinned query rows::
+
+        HBM reads  = 2n·d_v + m·D + (n − R)·(T_c·(2d + d_v + 2) − d) + R·(d + 1)
+        HBM writes = n + m·D + (n − R)·T_c·d + R·d
+        on-chip    = flash_backward_count(n, d, M)
+
+    (O and dO once; K, V once; an unpinned query row re-reads Q, dO, lse, D and dQ per key
+    block as in the two-level model; a pinned row reads Q and lse once, and its D and dQ are
+    written back once). Raises AttnInputError as :func:`flash_forward_three_level_count`.
+    """
+    n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
+    onchip = flash_backward_count(n, d, M, m=m, d_v=d_v)
+    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
+    T_c = -(-m // flash_backward_blocks(d, M, d_v=d_v)[1])
+    D = d + d_v
+    reads = 2 * n * d_v + m * D + (n - R) * (T_c * (2 * d + d_v + 2) - d) + R * (d + 1)
+    writes = n + m * D + (n - R) * T_c * d + R * d
+    return ThreeLevelCount(reads, writes, onchip, R)
+
+
+# =========================================================================================
+# What a real L2 absorbs
+# =========================================================================================
+
+
+class L2Absorption(NamedTuple):
+    """HBM words of one pass with and without the L2: ``two_level`` (the two-level count,
+    no L2), ``three_level`` (with the L2's share), ``floor`` (an L2 that holds the whole
+    re-streamed operand), and ``fraction`` = (two_level − three_level)/(two_level − floor),
+    the part of the re-streaming the L2 absorbs (1 when there is nothing to absorb)."""
+
+    two_level: int
+    three_level: int
+    floor: int
+    fraction: float
+
+
+def heads_sharing_l2(device: Device, n: int, d: int, *, dtype: str = "bf16", which="forward"):
+    """How many heads' operands share the L2 at once, in our model of the launch: each SM
+    runs one outer block (of the forward's T_r query blocks, the backward's T_c key blocks)
+    at a time, and the blocks of one head are launched next to each other, as in
+    FlashAttention-2's grid. A window of S (SMs) consecutive blocks spans at most
+    ⌈(S − 1)/T⌉ + 1 heads. Raises AttnInputError for bad arguments."""
+    if not isinstance(device, Device) or device.sms is None:
+        raise AttnInputError("device must be a Device with an SM count")
+    n, d = check_int("n", n), check_int("d", d)
+    which = check_choice("which", which, ("forward", "backward"))
+    M = device.onchip_words(dtype)
+    if which == "forward":
+        T = -(-n // flash_forward_blocks(d, M)[0])
+    else:
+        T = -(-n // flash_backward_blocks(d, M)[1])
+    return -(-(device.sms - 1) // T) + 1
+
+
+def l2_absorption(
+    device: Device, n: int, d: int, *, dtype: str = "bf16", which="forward", shared=False
+) -> L2Absorption:
+    """The HBM traffic of one head of self-attention (m = n, d_v = d) on ``device``, with the
+    on-chip M of :meth:`~attnlib.iomodel.roofline.Device.onchip_words` and an L2 of the
+    device's last-level cache: all of it for one head, or with ``shared`` an equal share
+    among :func:`heads_sharing_l2` heads (each pinning its own operand). Raises
+    AttnInputError for a device without cache or on-chip sizes, or bad arguments."""
+    if not isinstance(device, Device):
+        raise AttnInputError(f"device must be a Device, got {type(device).__name__}")
+    check_choice("dtype", dtype, tuple(WORD_BYTES))
+    which = check_choice("which", which, ("forward", "backward"))
+    M, cache = device.onchip_words(dtype), device.llc_words(dtype)
+    heads = (
+        heads_sharing_l2(device, n, d, dtype=dtype, which=which)
+        if check_bool("shared", shared)
+        else 1
+    )
+    share = max(M, cache // heads)
+    count = (
+        flash_forward_three_level_count if which == "forward" else flash_backward_three_level_count
+    )
+    two = count(n, d, M, M).hbm_total  # an L2 of M words pins nothing: the two-level count
+    three = count(n, d, M, share).hbm_total
+    rows, block, width = _restream(n, d, M, n, d, which)
+    floor = count(n, d, M, M + -(-rows // block) * block * width).hbm_total  # every row pinned
+    return L2Absorption(two, three, floor, 1.0 if two == floor else (two - three) / (two - floor))

@@ -1,0 +1,265 @@
+"""Attention kernels for the deep stacks: softmax attention of one head, forward and backward.
+
+A kernel is a pair of functions ``forward(Q, K, V, scale) -> O`` and
+``backward(Q, K, V, dO, scale) -> (dQ, dK, dV)``, so that a stack of layers can run with
+exact attention or with an approximation in both passes:
+
+* :data:`EXACT` uses the core, :func:`attnlib.attention_forward` and
+  :func:`attnlib.attention_backward`;
+* :func:`kernel_from_functions` wraps any pair with that signature, e.g. the polynomial
+  method's ``pm.approx_attention`` / ``pm.approx_attention_backward`` (AS24 §D in QKV form);
+* :func:`dense_polynomial_kernel` evaluates the same polynomial-method quantities densely on
+  the n×m scores, and :func:`observed_range_kernel` does so on the range the logits span;
+* :func:`with_fallback` tries a kernel and falls back to another where the first refuses.
+
+The module imports only the core: approximate kernels are passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._checks import AttnInputError, check_int
+from ..config import RANGE_STEPS_PER_OCTAVE
+from ..exact import attention_backward, attention_forward
+from ..logits import logit_range, round_up_to_grid
+
+__all__ = [
+    "AttentionKernel",
+    "EXACT",
+    "exact_kernel",
+    "kernel_from_functions",
+    "dense_polynomial_kernel",
+    "observed_range_kernel",
+    "with_fallback",
+]
+
+#: The smallest logit range a polynomial is asked for (all-zero Q or K give R = 0).
+_MIN_RANGE = 1e-12
+
+
+@dataclass
+class AttentionKernel:
+    """Softmax attention for one head, forward and backward, with call statistics.
+
+    ``forward(Q, K, V, scale) -> O`` and ``backward(Q, K, V, dO, scale) -> (dQ, dK, dV)``,
+    Q (n, d), K (m, d), V (m, d_v), dO (n, d_v). ``stats`` counts calls (and fallbacks for
+    :func:`with_fallback`); :meth:`reset` clears it.
+    """
+
+    name: str
+    forward: Callable
+    backward: Callable
+    stats: dict = field(default_factory=dict)
+
+    def reset(self) -> None:
+        """Clear the call statistics."""
+        self.stats.clear()
+
+    def _count(self, key: str) -> None:
+        self.stats[key] = self.stats.get(key, 0) + 1
+
+
+def check_kernel(kernel) -> AttentionKernel:
+    """Require an :class:`AttentionKernel` (raises :class:`attnlib.AttnInputError`)."""
+    if not isinstance(kernel, AttentionKernel):
+        raise AttnInputError(f"kernel must be an AttentionKernel, got {type(kernel).__name__}")
+    return kernel
+
+
+def _exact_forward(Q, K, V, scale):
+    return attention_forward(Q, K, V, scale=scale)[0]
+
+
+def _exact_backward(Q, K, V, dO, scale):
+    O, lse = attention_forward(Q, K, V, scale=scale)
+    return attention_backward(Q, K, V, O, dO, lse, scale=scale)
+
+
+def exact_kernel() -> AttentionKernel:
+    """A fresh exact kernel (the core's forward and FlashAttention-equation backward).
+
+    Raises nothing: it takes no arguments. The kernel's functions raise
+    :class:`attnlib.AttnInputError` on bad Q, K, V, dO or scale, as the core does.
+
+    Examples
+    --------
+    >>> k = exact_kernel()
+    >>> k.forward(np.ones((2, 4)), np.ones((3, 4)), np.eye(3, 2), 0.5).round(3).tolist()
+    [[0.333, 0.333], [0.333, 0.333]]
+    """
+    return AttentionKernel("exact", _exact_forward, _exact_backward)
+
+
+#: The exact kernel (shared instance; use :func:`exact_kernel` for private statistics).
+EXACT = exact_kernel()
+
+
+def kernel_from_functions(name: str, forward_fn, backward_fn, **kwargs) -> AttentionKernel:
+    """Wrap ``forward_fn(Q, K, V, *, scale, **kwargs) -> O`` and
+    ``backward_fn(Q, K, V, dO, *, scale, **kwargs) -> (dQ, dK, dV, ...)`` as a kernel.
+
+    Example: ``kernel_from_functions("AS24", pm.approx_attention,
+    pm.approx_attention_backward, eps=1e-3)``.
+
+    Raises :class:`attnlib.AttnInputError` if ``name`` is not a non-empty string or either
+    function is not callable.
+    """
+    if not isinstance(name, str) or not name:
+        raise AttnInputError(f"name must be a non-empty string, got {name!r}")
+    if not callable(forward_fn) or not callable(backward_fn):
+        raise AttnInputError("forward_fn and backward_fn must be callable")
+
+    def fwd(Q, K, V, scale):
+        return forward_fn(Q, K, V, scale=scale, **kwargs)
+
+    def bwd(Q, K, V, dO, scale):
+        out = backward_fn(Q, K, V, dO, scale=scale, **kwargs)
+        return tuple(out[:3])
+
+    return AttentionKernel(name, fwd, bwd)
+
+
+def _kernel_from_probabilities(name: str, probabilities) -> AttentionKernel:
+    """An attention kernel whose softmax is ``probabilities(Q, K, scale)`` (n×m, rows summing
+    to 1): forward O = P̃V, backward by the FlashAttention equations with P̃ for P::
+
+        dV = P̃ᵀdO,  D̃ = rowsum(dO ∘ P̃V),  dS̃ = P̃ ∘ (dO Vᵀ − D̃),  dQ = τ dS̃ K,  dK = τ dS̃ᵀQ.
+    """
+
+    def fwd(Q, K, V, scale):
+        return probabilities(Q, K, scale) @ np.asarray(V, dtype=np.float64)
+
+    def bwd(Q, K, V, dO, scale):
+        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, dO))
+        P = probabilities(Q, K, scale)
+        D = np.einsum("ij,ij->i", dO, P @ V)
+        dS = P * (dO @ V.T - D[:, None])
+        return scale * (dS @ K), scale * (dS.T @ Q), P.T @ dO
+
+    return AttentionKernel(name, fwd, bwd)
+
+
+def _polynomial_kernel(name, poly_for_range, per_octave, range_of):
+    """The kernel of :func:`dense_polynomial_kernel` with the logit range ``range_of(Q, K,
+    scale, S)`` (S = τQKᵀ), rounded up to the grid; the polynomials are cached by range."""
+    if not callable(poly_for_range):
+        raise AttnInputError("poly_for_range must be a callable R -> polynomial")
+    per_octave = check_int("per_octave", per_octave, minimum=0)
+    cache: dict[float, object] = {}
+
+    def probabilities(Q, K, scale):
+        S = scale * (np.asarray(Q, dtype=np.float64) @ np.asarray(K, dtype=np.float64).T)
+        R = round_up_to_grid(max(range_of(Q, K, scale, S), _MIN_RANGE), per_octave)
+        if R not in cache:
+            cache[R] = poly_for_range(R)
+        A = cache[R](S)
+        return A / A.sum(axis=1, keepdims=True)
+
+    kernel = _kernel_from_probabilities(name, probabilities)
+    kernel.ranges = cache
+    return kernel
+
+
+def dense_polynomial_kernel(
+    poly_for_range,
+    *,
+    name: str = "polynomial (dense)",
+    per_octave: int = RANGE_STEPS_PER_OCTAVE,
+) -> AttentionKernel:
+    """The polynomial method's attention and gradient, evaluated densely on n×m scores.
+
+    ``poly_for_range(R)`` must return a polynomial p with relative error ≤ ε for exp on
+    [−R, R] (e.g. ``functools.partial(pm.exp_poly, eps=1e-3)``); it may raise
+    :class:`attnlib.AttnInputError` where no such polynomial exists. Each call:
+
+    1. R = τ · maxᵢ‖Qᵢ‖₂ · maxⱼ‖Kⱼ‖₂ (Cauchy–Schwarz, :func:`attnlib.logits.logit_range`),
+       rounded up to the grid 2^(k/per_octave) (:func:`attnlib.logits.round_up_to_grid`;
+       ``per_octave=0``: no rounding) so that few distinct polynomials are built. The default
+       is the grid of ``pm.approx_plan``;
+    2. forward: Ã = p(τQKᵀ), P̃ = Ã / rowsum(Ã), O = P̃V  (AS23's approximate attention);
+    3. backward: the FlashAttention equations with P̃ for P (AS24 §D in QKV form)::
+
+           dV = P̃ᵀdO,  D̃ = rowsum(dO ∘ P̃V),  dS̃ = P̃ ∘ (dO Vᵀ − D̃),  dQ = τ dS̃ K,  dK = τ dS̃ᵀQ.
+
+    With the default grid this equals ``pm.approx_attention`` and
+    ``pm.approx_attention_backward`` to rounding (tested), since their feature map satisfies
+    U Vᵀ = p(τQKᵀ) exactly; it costs O(n m (d + deg)) whatever the rank C(g+d, d). The
+    returned kernel's ``ranges`` maps each R used to its polynomial.
+
+    Raises :class:`attnlib.AttnInputError` if ``poly_for_range`` is not callable or
+    ``per_octave`` is not an integer ≥ 0.
+
+    Examples
+    --------
+    >>> import functools, attnlib.polymethod as pm
+    >>> k = dense_polynomial_kernel(functools.partial(pm.exp_poly, eps=1e-3))
+    >>> Q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> O = k.forward(Q, Q, np.eye(2), 1.0)
+    >>> bool(np.abs(O - EXACT.forward(Q, Q, np.eye(2), 1.0)).max() < 1e-3), sorted(k.ranges)
+    (True, [1.0])
+    """
+
+    def cauchy_schwarz(Q, K, scale, S):
+        return logit_range(Q, K, scale=scale)
+
+    return _polynomial_kernel(name, poly_for_range, per_octave, cauchy_schwarz)
+
+
+def observed_range_kernel(
+    poly_for_range,
+    *,
+    name: str = "polynomial (observed range)",
+    per_octave: int = RANGE_STEPS_PER_OCTAVE,
+) -> AttentionKernel:
+    """Like :func:`dense_polynomial_kernel`, but the polynomial covers only the logits present.
+
+    R = max|τQKᵀ| (the largest logit of the call, rounded up to 2^(k/per_octave)) instead of
+    the Cauchy–Schwarz bound, so the interval [−R, R] just covers the logits and the
+    polynomial's error at its ends is spent on real scores. It makes each layer's error as
+    large as the polynomial allows (the evidence chapter's run at the edge). Costs O(n m d)
+    per call for the range. Forward and backward are the equations of
+    :func:`dense_polynomial_kernel`. The returned kernel's ``ranges`` maps each R used to its
+    polynomial.
+
+    Raises :class:`attnlib.AttnInputError` if ``poly_for_range`` is not callable or
+    ``per_octave`` is not an integer ≥ 0.
+    """
+
+    def observed(Q, K, scale, S):
+        return float(np.abs(S).max())
+
+    return _polynomial_kernel(name, poly_for_range, per_octave, observed)
+
+
+def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = None):
+    """``primary`` where it accepts the call, ``fallback`` (default exact) where it raises
+    :class:`attnlib.AttnInputError`. ``stats`` counts ``"calls"`` and ``"fallbacks"`` per pass
+    (``"forward calls"``, ``"forward fallbacks"``, ...).
+
+    Raises :class:`attnlib.AttnInputError` if ``primary`` is not an :class:`AttentionKernel`
+    or ``fallback`` is neither one nor None.
+    """
+    if not isinstance(primary, AttentionKernel):
+        raise AttnInputError(f"primary must be an AttentionKernel, got {type(primary).__name__}")
+    fallback = exact_kernel() if fallback is None else fallback
+    if not isinstance(fallback, AttentionKernel):
+        raise AttnInputError(
+            f"fallback must be an AttentionKernel or None, got {type(fallback).__name__}"
+        )
+    kernel = AttentionKernel(f"{primary.name}, else {fallback.name}", None, None)
+
+    def run(which, *args):
+        kernel._count(f"{which} calls")
+        try:
+            return getattr(primary, which)(*args)
+        except AttnInputError:
+            kernel._count(f"{which} fallbacks")
+            return getattr(fallback, which)(*args)
+
+    kernel.forward = lambda Q, K, V, scale: run("forward", Q, K, V, scale)
+    kernel.backward = lambda Q, K, V, dO, scale: run("backward", Q, K, V, dO, scale)
+    return kernel

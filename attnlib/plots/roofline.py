@@ -1,0 +1,162 @@
+"""Figures of the roofline section of Chapter 10: FlashAttention's arithmetic intensity against
+the fast memory, real machines' roofs with the kernels placed under them, and the share of the
+re-streaming that an L2 absorbs."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
+
+from .._checks import AttnInputError, as_real_array, check_positive_real
+from . import add_takeaway
+
+__all__ = ["intensity_figure", "roofline_figure", "l2_absorption_figure"]
+
+_DTYPE_STYLE = {"bf16": "-", "fp32": "--", "fp64": ":"}
+_MARKERS = "os^vD<>ph*"
+
+
+def _named(what: str, mapping) -> dict:
+    if not isinstance(mapping, dict) or not mapping:
+        raise AttnInputError(f"{what} must be a non-empty dict of label -> values")
+    for label in mapping:
+        if not isinstance(label, str) or not label:
+            raise AttnInputError(f"{what}: every label must be a non-empty string, got {label!r}")
+    return mapping
+
+
+def _positive(name: str, values) -> np.ndarray:
+    arr = as_real_array(name, values)
+    if not np.all(arr > 0):
+        raise AttnInputError(f"{name} must be positive everywhere")
+    return arr
+
+
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str, takeaway: str | None):
+    """Label the axes, title the figure and add its takeaway line; return the figure."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if takeaway:
+        add_takeaway(fig, takeaway)
+    return fig
+
+
+def intensity_figure(
+    Ms, intensities: dict, balances: dict, *, title: str | None = None, takeaway: str | None = None
+):
+    """FlashAttention's arithmetic intensity against the fast memory M (Chapter 10).
+
+    ``Ms`` : the fast-memory sizes in words, shape (k,); ``intensities`` : {label: (k,) flops
+    per word}, one line each (log-log); ``balances`` : {label: flops per word}, a machine
+    balance each, drawn as a horizontal dotted line; ``title`` and ``takeaway`` optional
+    text. Raises AttnInputError on empty or
+    non-positive inputs or mismatched lengths. Returns the Figure.
+    """
+    Ms = _positive("Ms", Ms)
+    fig, ax = plt.subplots()
+    for k, (label, values) in enumerate(_named("intensities", intensities).items()):
+        y = _positive(f"intensities[{label!r}]", values)
+        if y.shape != Ms.shape:
+            raise AttnInputError(
+                f"intensities[{label!r}] must have shape {Ms.shape}, got {y.shape}"
+            )
+        ax.loglog(Ms, y, color=f"C{k % 7}", ls="-" if "forward" in label else "--", label=label)
+    for k, (label, beta) in enumerate(_named("balances", balances).items()):
+        beta = check_positive_real(f"balances[{label!r}]", beta)
+        ax.axhline(beta, color="gray", ls=":", lw=1.2)
+        offset = (-4, 3) if k % 2 == 0 else (-4, -9)  # alternate sides: close balances
+        ax.annotate(
+            label, (Ms[-1], beta), xytext=offset, textcoords="offset points", fontsize=7, ha="right"
+        )
+    ax.legend(loc="upper left")
+    title = title or "FlashAttention-2: intensity against the fast memory"
+    return _finish(
+        fig, ax, "fast memory M (words)", "arithmetic intensity (flops per word)", title, takeaway
+    )
+
+
+def _check_rows(what: str, rows, width: int) -> list:
+    if not isinstance(rows, (list, tuple)) or not rows:
+        raise AttnInputError(f"{what} must be a non-empty list of {width}-tuples")
+    out = []
+    for row in rows:
+        if not isinstance(row, (list, tuple)) or len(row) != width:
+            raise AttnInputError(f"{what}: every entry must be a {width}-tuple, got {row!r:.60}")
+        labels, numbers = row[:2], row[2:]
+        if not all(isinstance(s, str) and s for s in labels):
+            raise AttnInputError(f"{what}: the first two fields must be non-empty strings")
+        out.append((*labels, *(check_positive_real(f"{what} value", v) for v in numbers)))
+    return out
+
+
+def roofline_figure(roofs, points, *, title: str | None = None, takeaway: str | None = None):
+    """Roofs of real machines with kernels placed under them, log-log (Chapter 10).
+
+    ``roofs`` : list of (device, dtype, peak FLOP/s, bandwidth in bytes/s); each is drawn as
+    min(peak, I·bandwidth) against I in flops per byte, colour by device, line style by dtype
+    (bf16 solid, fp32 dashed, fp64 dotted). ``points`` : list of (device, kernel, flops per
+    byte, FLOP/s), a marker per kernel in its device's colour. Raises AttnInputError on
+    malformed or non-positive entries, or a point whose device has no roof. Returns the Figure.
+    """
+    roofs, points = _check_rows("roofs", roofs, 4), _check_rows("points", points, 4)
+    devices = list(dict.fromkeys(r[0] for r in roofs))
+    color = {dev: f"C{k % 7}" for k, dev in enumerate(devices)}
+    for dev, *_ in points:
+        if dev not in color:
+            raise AttnInputError(f"points: device {dev!r} has no roof")
+    kernels = list(dict.fromkeys(p[1] for p in points))
+    marker = {kern: _MARKERS[k % len(_MARKERS)] for k, kern in enumerate(kernels)}
+    x_lo = min(min(p[2] for p in points), min(r[2] / r[3] for r in roofs)) / 4
+    x_hi = max(max(p[2] for p in points), max(r[2] / r[3] for r in roofs)) * 4
+    x = np.geomspace(x_lo, x_hi, 200)
+    fig, ax = plt.subplots(figsize=(8.6, 4.6))
+    for dev, dtype, peak, bandwidth in roofs:
+        ax.loglog(
+            x, np.minimum(peak, x * bandwidth), color=color[dev], ls=_DTYPE_STYLE.get(dtype, "-.")
+        )
+    for dev, kern, xi, flops in points:
+        ax.loglog([xi], [flops], marker[kern], color=color[dev], ms=7, mec="black", mew=0.6)
+    handles = [Line2D([], [], color=color[d], label=d) for d in devices]
+    dtypes = list(dict.fromkeys(r[1] for r in roofs))
+    handles += [Line2D([], [], color="gray", ls=_DTYPE_STYLE.get(t, "-."), label=t) for t in dtypes]
+    handles += [Line2D([], [], ls="", marker=marker[k], color="gray", label=k) for k in kernels]
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    xlabel = "arithmetic intensity (flops per byte of main memory)"
+    title = title or "The roofline: peak FLOP/s or intensity × bandwidth"
+    return _finish(fig, ax, xlabel, "attainable throughput (FLOP/s)", title, takeaway)
+
+
+def l2_absorption_figure(
+    ns, one_head: dict, shared: dict, *, title: str | None = None, takeaway: str | None = None
+):
+    """The part of FlashAttention's K/V re-streaming that the L2 absorbs, against n
+    (Chapter 10, the three-level model).
+
+    ``ns`` : sequence lengths, shape (k,); ``one_head`` and ``shared`` : {label: (k,)
+    fractions in [0, 1]} with the same labels, the L2 given to one head (solid) or shared
+    among the heads in flight (dashed); ``title`` and ``takeaway`` optional text. Raises
+    AttnInputError on mismatched labels or shapes, or fractions outside [0, 1]. Returns the
+    Figure.
+    """
+    ns = _positive("ns", ns)
+    one_head, shared = _named("one_head", one_head), _named("shared", shared)
+    if set(one_head) != set(shared):
+        raise AttnInputError("one_head and shared must have the same labels")
+    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    for k, label in enumerate(one_head):
+        for values, ls in ((one_head[label], "-"), (shared[label], "--")):
+            y = as_real_array(f"fractions of {label!r}", values)
+            if y.shape != ns.shape or not np.all((y >= 0) & (y <= 1)):
+                raise AttnInputError(f"fractions of {label!r} must be {ns.shape} values in [0, 1]")
+            ax.semilogx(ns, 100 * y, ls=ls, marker="o", color=f"C{k % 7}")
+    handles = [Line2D([], [], color=f"C{k % 7}", label=label) for k, label in enumerate(one_head)]
+    handles += [Line2D([], [], color="gray", ls="-", label="L2 for one head")]
+    handles += [Line2D([], [], color="gray", ls="--", label="L2 shared by the heads in flight")]
+    ax.legend(handles=handles, fontsize=7, loc="lower left")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-3, 103)
+    ylabel = "K/V re-streaming absorbed by L2 (%)"
+    title = title or "HBM reads the L2 saves"
+    return _finish(fig, ax, "sequence length n (tokens)", ylabel, title, takeaway)

@@ -1,0 +1,132 @@
+"""The three-level machine (HBM ⊃ L2 ⊃ on-chip): the replayed counts equal the closed forms on
+a grid of (n, m, d, d_v, M, M_L2), the L2↔on-chip words equal the two-level count, the L2
+never overfills, and the numbers the roofline section quotes."""
+
+import numpy as np
+import pytest
+
+import attnlib as al
+from attnlib import AttnInputError
+from attnlib import iomodel as io
+from attnlib.iomodel import hierarchy as hy
+from attnlib.iomodel import roofline as rf
+
+# (n, m, d, d_v): n = 1, n ≠ m, d_v ≠ d, sizes that the blocks do not divide.
+SHAPES = [(1, 1, 1, 1), (5, 7, 2, 2), (16, 16, 4, 4), (33, 20, 4, 3), (48, 48, 8, 8)]
+
+
+def _grid():
+    out = []
+    for n, m, d, d_v in SHAPES:
+        lo = io.flash_backward_min_M(d, d_v=d_v)
+        for M in sorted({lo, 3 * lo, 6 * d * d + 20 * d}):
+            row = 2 * d + d_v + 2  # words of one pinned row, the larger of the two passes
+            for extra in (0, row - 1, 3 * row, 9 * row, 40 * row, (n + m) * row + M):
+                out.append((n, m, d, d_v, M, M + extra))
+    return out
+
+
+GRID = _grid()
+
+
+def _inputs(n, m, d, d_v, seed):
+    rng = np.random.default_rng(seed)
+    Q, K = rng.standard_normal((n, d)), rng.standard_normal((m, d))
+    V, dO = rng.standard_normal((m, d_v)), rng.standard_normal((n, d_v))
+    return Q, K, V, dO
+
+
+def test_grid_is_large_enough():
+    assert len(GRID) >= 30
+    assert len({(n, m, d, M, M_l2) for n, m, d, _, M, M_l2 in GRID}) >= 30
+
+
+@pytest.mark.parametrize("n,m,d,d_v,M,M_l2", GRID)
+def test_forward_replay_equals_closed_form(n, m, d, d_v, M, M_l2):
+    Q, K, V, _ = _inputs(n, m, d, d_v, n + 7 * m + M)
+    if M < io.flash_forward_min_M(d, d_v=d_v):
+        pytest.skip("below the forward's minimum")
+    O, lse, count, peak = hy.flash_forward_three_level(Q, K, V, M=M, M_l2=M_l2)
+    assert count == hy.flash_forward_three_level_count(n, d, M, M_l2, m=m, d_v=d_v)
+    assert count.onchip == io.flash_forward_count(n, d, M, m=m, d_v=d_v)
+    R = count.resident_rows
+    assert peak <= M_l2 and peak >= R * (d + d_v)
+    O_ref, lse_ref = al.attention_forward(Q, K, V)
+    assert np.allclose(O, O_ref, atol=1e-12, rtol=0) and np.allclose(lse, lse_ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("n,m,d,d_v,M,M_l2", GRID)
+def test_backward_replay_equals_closed_form(n, m, d, d_v, M, M_l2):
+    Q, K, V, dO = _inputs(n, m, d, d_v, n + 5 * m + M)
+    O, lse = al.attention_forward(Q, K, V)
+    dQ, dK, dV, count, peak = hy.flash_backward_three_level(Q, K, V, O, dO, lse, M=M, M_l2=M_l2)
+    assert count == hy.flash_backward_three_level_count(n, d, M, M_l2, m=m, d_v=d_v)
+    assert count.onchip == io.flash_backward_count(n, d, M, m=m, d_v=d_v)
+    assert peak <= M_l2 and peak >= count.resident_rows * (2 * d + d_v + 2)
+    for got, ref in zip((dQ, dK, dV), al.attention_backward(Q, K, V, O, dO, lse), strict=True):
+        assert np.allclose(got, ref, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("which", ["forward", "backward"])
+def test_no_l2_is_the_two_level_model_and_a_full_l2_reads_each_input_once(which):
+    n, d, M = 64, 8, 900
+    count = (
+        hy.flash_forward_three_level_count
+        if which == "forward"
+        else (hy.flash_backward_three_level_count)
+    )
+    two = (io.flash_forward_count if which == "forward" else io.flash_backward_count)(n, d, M)
+    none = count(n, d, M, M)
+    assert none.resident_rows == 0
+    assert (none.hbm_reads, none.hbm_writes) == (two.reads, two.writes)
+    full = count(n, d, M, M + 10 * n * (3 * d + 2))
+    assert full.resident_rows == n
+    if which == "forward":  # Q, K, V read once; O and lse written once
+        assert (full.hbm_reads, full.hbm_writes) == (3 * n * d, n * (d + 1))
+    else:  # Q, K, V, O, dO, lse read once; D, dQ, dK, dV written once
+        assert (full.hbm_reads, full.hbm_writes) == (5 * n * d + n, n + 3 * n * d)
+
+
+def test_resident_rows_grow_in_whole_blocks_and_stop_at_n():
+    n, d, M = 100, 4, 300
+    B_c = io.flash_forward_blocks(d, M)[1]
+    rows = [hy.l2_resident_rows(n, d, M, M + k) for k in range(0, 2000, 7)]
+    assert all(r % B_c == 0 or r == n for r in rows)
+    assert rows == sorted(rows) and rows[0] == 0 and rows[-1] == n
+
+
+def test_l2_absorption_of_the_presets():
+    """The numbers the roofline section quotes: one head's K, V fit every preset's L2 up to
+    n = 16k at d = 128; shared among the heads in flight, the H100 and A100 L2 absorb about
+    half of the forward's re-streaming at n = 64k, the MI300X's 256 MiB all of it."""
+    for device in rf.GPUS:
+        for d in (64, 128):
+            for n in (4096, 16384, 65536):
+                one = hy.l2_absorption(device, n, d)
+                shared = hy.l2_absorption(device, n, d, shared=True)
+                assert one.floor <= one.three_level <= one.two_level
+                assert 0.0 <= shared.fraction <= one.fraction <= 1.0
+                if n <= 16384:
+                    assert one.fraction == 1.0
+    h100 = hy.l2_absorption(rf.H100_SXM5, 65536, 128, shared=True)
+    assert 0.4 < h100.fraction < 0.6
+    assert hy.l2_absorption(rf.MI300X, 65536, 128, shared=True).fraction == 1.0
+
+
+def test_heads_sharing_l2_counts_a_window_of_blocks():
+    # One block per head (n <= B_r): every SM runs a different head.
+    assert hy.heads_sharing_l2(rf.H100_SXM5, 16, 64) == rf.H100_SXM5.sms
+    # Many blocks per head: the SMs' window spans two heads at most.
+    assert hy.heads_sharing_l2(rf.H100_SXM5, 2**22, 64) == 2
+
+
+def test_bad_arguments():
+    with pytest.raises(AttnInputError, match="M_l2"):
+        hy.flash_forward_three_level_count(16, 4, 120, 119)
+    with pytest.raises(AttnInputError, match="which"):
+        hy.l2_resident_rows(16, 4, 120, 400, which="sideways")
+    with pytest.raises(AttnInputError, match="device"):
+        hy.l2_absorption("H100", 4096, 64)
+    cpu = rf.Device(name="cpu", bandwidth=1e10, peak_bf16=None, peak_fp32=1e11)
+    with pytest.raises(AttnInputError, match="cache|shared memory"):
+        hy.l2_absorption(cpu, 4096, 64)
