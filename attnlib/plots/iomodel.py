@@ -91,8 +91,7 @@ def schedule_figure(log, M: int, *, title: str | None = None, names=None):
             size = [8 + 6 * e.words for _, e in hits]
             ax_l.scatter(x, y, marker=marker, s=size, color=color, alpha=0.8, linewidths=0)
     ax_l.set_yticks(range(len(lanes)), lanes)
-    ax_l.set_ylim(-0.6, len(lanes) - 0.4)
-    ax_l.invert_yaxis()
+    ax_l.set_ylim(len(lanes) - 0.4, -0.6)  # the first lane on top
     ax_l.set(xlabel="event (load, store, alloc or free), in program order", ylabel="slow array")
     ax_l.grid(False)
     return fig
@@ -250,8 +249,7 @@ def gpu_memory_figure(ratios: dict, heads):
     ax.axhline(1.0, color="k", lw=1.2, ls="--", label=r"$M = d^2$")
     ax.set_yscale("log")
     ax.set_xticks(range(len(heads)), [f"d = {d}" for d in heads])
-    ax.set_xlabel("head dimension")
-    ax.set_ylabel(r"$M / d^2$, M = shared memory + registers")
+    ax.set(xlabel="head dimension", ylabel=r"$M / d^2$, M = shared memory + registers")
     ax.set_title("Fast memory per SM in units of d² (NVIDIA whitepapers)")
     ax.legend(fontsize=7, ncol=2)
     return fig
