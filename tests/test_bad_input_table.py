@@ -1314,6 +1314,106 @@ valid(
     lambda c: (c.reads, c.writes, c.total, c.peak_fast) == (5, 7, 12, 3),
 )
 
+# the chapters' sweeps, tables and schedules (Part I)
+_LOG = io.tiled_matmul(np.ones((2, 2)), np.ones((2, 2)), M=12, record=True)[2].log
+raises(0, "words_by_array", "log=ints", lambda: io.words_by_array([1, 2]), r"log\[0\]")
+valid(0, "words_by_array", "tiled", lambda: io.words_by_array(_LOG), lambda rw: rw[1] == {"C": 4})
+bad_ints(0, "cache_sizes", "lo", lambda v: io.cache_sizes(v, 8))
+raises(0, "cache_sizes", "hi<lo", lambda: io.cache_sizes(8, 4), word("hi"))
+raises(0, "cache_sizes", "points=1", lambda: io.cache_sizes(1, 8, points=1), word("points"))
+valid(0, "cache_sizes", "all", lambda: io.cache_sizes(3, 5), lambda Ms: Ms.tolist() == [3, 4, 5])
+raises(0, "smallcache_crossover", "d=1", lambda: io.smallcache_crossover(64, 1), word("d"))
+raises(
+    0, "smallcache_crossover", "M_max=0", lambda: io.smallcache_crossover(64, 8, M_max=0), "M_max"
+)
+valid(0, "CrossoverSweep", "fields", lambda: io.smallcache_crossover(256, 8), lambda s: s.M > 64)
+bad_ints(0, "smallcache_advantage", "n", lambda v: io.smallcache_advantage(v, 8, [64]))
+raises(0, "smallcache_advantage", "M=10", lambda: io.smallcache_advantage(64, 8, [10]), word("M"))
+valid(
+    0, "Advantage", "fields", lambda: io.smallcache_advantage(64, 8, [64]), lambda a: a.ratio[0] > 0
+)
+raises(
+    0,
+    "bound_ratios",
+    "count=None",
+    lambda: io.bound_ratios(None, io.forward_lower_bound, 64, 8, [64]),
+    "count",
+)
+raises(
+    0,
+    "bound_ratios",
+    "Ms=0",
+    lambda: io.bound_ratios(io.flash_forward_count, io.forward_lower_bound, 64, 8, [0]),
+    r"Ms\[0\]",
+)
+valid(
+    0,
+    "bound_ratios",
+    "below-least-M",
+    lambda: io.bound_ratios(io.flash_forward_count, io.forward_lower_bound, 64, 8, [2, 64]),
+    lambda r: np.isnan(r[0]) and r[1] > 1,
+)
+bad_ints(0, "block_cover", "T_c", lambda v: io.block_cover(3, v))
+valid(0, "block_cover", "1x1", lambda: io.block_cover(1, 1), lambda c: c.tolist() == [[True]])
+raises(
+    0, "block_sparse_sweep", "target=2", lambda: io.block_sparse_sweep(64, 8, 100, [2.0]), "targets"
+)
+raises(0, "block_sparse_sweep", "M=10", lambda: io.block_sparse_sweep(64, 8, 10, [0.5]), word("M"))
+raises(
+    0,
+    "block_sparse_sweep",
+    "seed=-1",
+    lambda: io.block_sparse_sweep(64, 8, 100, [1], seed=-1),
+    "seed",
+)
+valid(
+    0,
+    "SparseSweep",
+    "dense",
+    lambda: io.block_sparse_sweep(64, 8, 100, [1.0]),
+    lambda s: s.counts[-1] == s.dense and s.fractions[-1] == 1.0,
+)
+raises(0, "PebbleSearch", "G=None", lambda: io.PebbleSearch(None, 4), word("G"))
+raises(0, "PebbleSearch", "M=2", lambda: io.PebbleSearch(_G2, 2), word("M"))
+raises(0, "PebbleSearch", "recompute=1", lambda: io.PebbleSearch(_G2, 4, recompute=1), "recompute")
+valid(0, "PebbleSearch", "run", lambda: io.PebbleSearch(_G2, 4).run(), lambda r: r.io == 5)
+raises(0, "explicit_schedule", "G=None", lambda: io.explicit_schedule(None, 4), word("G"))
+raises(
+    0,
+    "explicit_schedule",
+    "shape-mismatch",
+    lambda: io.explicit_schedule(_G2, 4, matmul_shape=(2, 2, 2)),
+    "matmul_shape",
+)
+raises(
+    0,
+    "explicit_schedule",
+    "shape=5",
+    lambda: io.explicit_schedule(_G2, 4, matmul_shape=5),
+    "matmul_shape",
+)
+valid(
+    0,
+    "ExplicitSchedule",
+    "inner-product-tiled",
+    lambda: io.explicit_schedule(io.matmul_graph(1, 2, 1), 5, matmul_shape=(1, 2, 1)),
+    lambda s: s.tile == 1 and s.name == "tiled b=1",
+)
+raises(
+    0,
+    "smallcache_forward",
+    "unshifted=str",
+    lambda: io.smallcache_forward(Q, K, V, M=64, unshifted="yes"),
+    word("unshifted"),
+)
+valid(
+    0,
+    "smallcache_forward",
+    "unshifted-small-logits",
+    lambda: io.smallcache_forward(Q, K, V, M=64, unshifted=True)[0],
+    lambda O: np.allclose(O, O_REF),
+)
+
 # ---- polymethod (points 6, 10, 12, 14, 15) ----
 
 for fname, f in [("feature_rank", pm.feature_rank), ("as23_rank_bound", pm.as23_rank_bound)]:

@@ -16,19 +16,19 @@ import pytest
 
 import attnlib as al
 from attnlib import AttnInputError
-from attnlib.iomodel.bounds import (
-    backward_lower_bound,
-    forward_lower_bound,
-    matmul_lower_bound,
-    sparse_lower_bound,
-)
-from attnlib.iomodel.flash import (
+from attnlib.iomodel import (
     expand_block_mask,
     flash_backward,
     flash_backward_blocks,
     flash_backward_count,
     flash_forward_blocks,
     flash_forward_count,
+)
+from attnlib.iomodel.bounds import (
+    backward_lower_bound,
+    forward_lower_bound,
+    matmul_lower_bound,
+    sparse_lower_bound,
 )
 from attnlib.nbtools import loglog_slope
 

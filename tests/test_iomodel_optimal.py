@@ -28,13 +28,8 @@ from attnlib.iomodel.graphs import (
     matmul_graph,
     trivial_io_bound,
 )
-from attnlib.iomodel.optimal import (
-    MAX_VERTICES,
-    is_dominator,
-    optimal_io,
-    replay_schedule,
-    schedule_segments,
-)
+from attnlib.iomodel.optimal import MAX_VERTICES, optimal_io, replay_schedule
+from attnlib.iomodel.partition import is_dominator, schedule_segments
 from attnlib.iomodel.pebbling import loop_order_moves, tiled_matmul_moves
 
 

@@ -23,12 +23,12 @@ from helpers import rel_err
 
 import attnlib as al
 from attnlib import AttnInputError
-from attnlib.iomodel.bounds import backward_lower_bound, forward_lower_bound
-from attnlib.iomodel.flash import (
+from attnlib.iomodel import (
     flash_backward_blocks,
     flash_backward_count,
     flash_backward_min_M,
 )
+from attnlib.iomodel.bounds import backward_lower_bound, forward_lower_bound
 from attnlib.iomodel.smallcache import (
     smallcache_backward,
     smallcache_backward_count,
@@ -113,7 +113,7 @@ def test_large_logits_are_safe_and_sy24s_variant_overflows(rng):
     scale = np.max(np.abs(Q)) * np.max(np.abs(K)) * np.max(np.abs(V)) * np.max(np.abs(dO))
     for got, ref in zip(grads, al.attention_backward(Q, K, V, O_ref, dO, lse_ref), strict=True):
         assert np.all(np.isfinite(got)) and np.max(np.abs(got - ref)) < 1e-12 * scale
-    O_bad, lse_bad, count_bad = smallcache_forward(Q, K, V, M=30, _sy24_unsafe=True)
+    O_bad, lse_bad, count_bad = smallcache_forward(Q, K, V, M=30, unshifted=True)
     assert not np.all(np.isfinite(O_bad)), "SY24's unshifted exp should overflow at 1e4"
     # same I/O as ours: the fix costs nothing
     assert (count_bad.reads, count_bad.writes) == (
@@ -124,7 +124,7 @@ def test_large_logits_are_safe_and_sy24s_variant_overflows(rng):
 
 def test_sy24_variant_is_correct_for_small_logits(rng):
     Q, K, V, _ = _inputs(rng, 15, 9, 5, 4)
-    O, lse, _ = smallcache_forward(Q, K, V, M=50, _sy24_unsafe=True)
+    O, lse, _ = smallcache_forward(Q, K, V, M=50, unshifted=True)
     O_ref, lse_ref = al.attention_forward(Q, K, V)
     assert rel_err(O, O_ref) < 1e-12 and np.allclose(lse, lse_ref, rtol=1e-13)
 

@@ -73,6 +73,12 @@ def forward_lower_bound(n: int, d: int, M: int) -> float:
     SY24 Theorem 3.1 (ICML 2024): Θ(n²d²/M) for M = Ω(d²), attained by FlashAttention;
     Θ(n²d/√M) for M = o(d²), attained by square tiling (SY24 Alg. 1). The two branches meet
     at M = d², where both equal n²; the minimum is the tighter expression everywhere.
+    Raises AttnInputError for arguments below 1, or a bound beyond the float range.
+
+    Examples
+    --------
+    >>> forward_lower_bound(1024, 64, 1024), forward_lower_bound(1024, 64, 16384)
+    (2097152.0, 262144.0)
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     return _finite(min(_over(n * n * d * d, M, 1), _over(n * n * d, M, 0.5)), "n and d are")
@@ -87,7 +93,13 @@ def backward_lower_bound(n: int, d: int, M: int, *, lower_order: bool = False) -
     ``lower_order=True`` the form min((n²d² + nd³)/M, (n²d + nd²)/√M) is returned, as
     summaries of the paper's later version state it; its nd³ and nd² terms count the n×d×d
     products of AS24's formulation, which the QKV backward pass does not have. It equals the
-    default up to a factor 2 whenever n ≥ d.
+    default up to a factor 2 whenever n ≥ d. Raises AttnInputError for arguments below 1, a
+    ``lower_order`` that is not a bool, or a bound beyond the float range.
+
+    Examples
+    --------
+    >>> backward_lower_bound(1024, 64, 16384)
+    262144.0
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     if check_bool("lower_order", lower_order):
@@ -104,7 +116,13 @@ def sparse_lower_bound(z_in: int, z_qk: int, M: int) -> float:
     matrix (the kept entries of the mask). LLS+24 state that sparse bounds exist; **this
     formula is our reading**, by analogy with Pagh and Stöckel's I/O bound for sparse
     matrix multiplication (ESA 2014). With Z_in = nd and Z_QK = n² it recovers
-    :func:`forward_lower_bound`. No matching upper bound is known.
+    :func:`forward_lower_bound`. No matching upper bound is known. Raises AttnInputError for
+    arguments below 1, or a bound beyond the float range.
+
+    Examples
+    --------
+    >>> sparse_lower_bound(1024 * 64, 1024**2, 16384) == forward_lower_bound(1024, 64, 16384)
+    True
     """
     z_in, z_qk, M = check_int("z_in", z_in), check_int("z_qk", z_qk), check_int("M", M)
     try:

@@ -1,17 +1,10 @@
 """Causal attention on the two-level machine: FlashAttention with the tiles above the diagonal
 skipped, exact counts, the causal lower bound and the constant saved.
 
-The causal mask is PyTorch's ``is_causal`` convention (top-left aligned): query i keeps key j
-iff j <= i, for Q of n rows and K of m rows. The schedules are :func:`flash_forward` and
-:func:`flash_backward` (FA2 Alg. 1 and 2) run with that mask: a tile (query block i, key
-block j) whose first key comes after its last query is skipped entirely (nothing loaded,
-nothing computed), a tile straddling the diagonal is loaded whole and masked in fast memory,
-and a tile below the diagonal is computed as in the dense pass (its mask keeps everything).
-FlashAttention-2 skips the upper tiles the same way (FA2 §3.1, causal masking).
-
-The closed forms here (``*_count``) are sums over block rows or block columns of the kept
-prefix of tiles, computed from n, m, d, M and the blocks alone; the tests require them to be
-equal to the simulation.
+The mask is PyTorch's ``is_causal`` (top-left aligned): query i keeps key j iff j <= i. The
+schedules are :func:`~attnlib.iomodel.flash_forward` and :func:`~attnlib.iomodel.flash_backward`
+with that mask, skipping a tile whose first key comes after its last query, as FlashAttention-2
+does (FA2 §3.1); the closed forms sum over the kept prefix of tiles.
 """
 
 from __future__ import annotations
@@ -27,20 +20,11 @@ from .._checks import (
     check_memory,
     check_qkv,
 )
+from .blocks import W_b, W_f, d_pass_rows, flash_backward_blocks, flash_forward_blocks
 from .bounds import sparse_lower_bound
-from .flash import (
-    _check_blocks,
-    _d_pass_rows,
-    flash_backward,
-    flash_backward_blocks,
-    flash_backward_count,
-    flash_backward_working_set,
-    flash_forward,
-    flash_forward_blocks,
-    flash_forward_count,
-    flash_forward_working_set,
-)
+from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
 from .machine import IOCount
+from .tiling import ceil_div, count_args
 
 __all__ = [
     "causal_mask",
@@ -67,18 +51,17 @@ def causal_mask(n: int, m: int | None = None) -> np.ndarray:
 
 def causal_score_count(n: int, m: int | None = None) -> int:
     """Z_QK, the number of kept scores of the causal mask: Σ_i min(i + 1, m), which is
-    n(n + 1)/2 when m = n. Raises AttnInputError for sizes below 1."""
+    n(n + 1)/2 when m = n. Raises AttnInputError for sizes below 1.
+
+    Examples
+    --------
+    >>> causal_score_count(4), causal_score_count(4, 2)
+    (10, 7)
+    """
     n = check_int("n", n)
     m = n if m is None else check_int("m", m)
     k = min(n, m)  # rows 0..k-1 keep i + 1 keys, the rest keep all m
     return k * (k + 1) // 2 + (n - k) * m
-
-
-def _dims(n, d, M, m, d_v):
-    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    m = n if m is None else check_int("m", m)
-    d_v = d if d_v is None else check_int("d_v", d_v)
-    return n, d, M, m, d_v
 
 
 def flash_forward_causal(Q, K, V, *, M: int, scale=None, blocks=None, record=False):
@@ -133,7 +116,7 @@ def flash_backward_causal(Q, K, V, O, dO, lse, *, M: int, scale=None, blocks=Non
 def _kept_key_blocks(I_end: int, m: int, B_c: int) -> int:
     """Key blocks kept by a query block whose last query is I_end − 1: those starting at or
     before it, a prefix of the key blocks."""
-    return min(-(-m // B_c), (I_end - 1) // B_c + 1)
+    return min(ceil_div(m, B_c), (I_end - 1) // B_c + 1)
 
 
 def flash_forward_causal_count(
@@ -151,13 +134,16 @@ def flash_forward_causal_count(
     With B_r = B_c = B dividing n = m (T = n/B): reads = n·d + D·B·T(T + 1)/2, against
     n·d + D·B·T² dense; the excess over one half, D·B·T/2, is the diagonal tiles.
     Raises AttnInputError for sizes or M below 1, or bad blocks.
+
+    Examples
+    --------
+    >>> flash_forward_causal_count(1024, 64, 16384)
+    IOCount(reads=1461248, writes=66560, total=1527808, peak_fast=16120)
     """
-    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
-    given = _check_blocks(blocks)
-    B_r, B_c = given if given is not None else flash_forward_blocks(d, M, d_v=d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_forward_blocks)
     D = d + d_v
     kv_rows = sum(min(m, _kept_key_blocks(min(s + B_r, n), m, B_c) * B_c) for s in range(0, n, B_r))
-    peak = flash_forward_working_set(min(B_r, n), min(B_c, m), d, d_v)
+    peak = W_f(min(B_r, n), min(B_c, m), d, d_v)
     return IOCount(n * d + D * kv_rows, n * (d_v + 1), peak)
 
 
@@ -179,17 +165,15 @@ def flash_backward_causal_count(
     the block-sparse form of :func:`flash_backward_count` with the causal pattern.
     Raises AttnInputError for sizes or M below 1, or bad blocks.
     """
-    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
-    given = _check_blocks(blocks)
-    B_r, B_c = given if given is not None else flash_backward_blocks(d, M, d_v=d_v)
+    n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_backward_blocks)
     D = d + d_v
     starts = range(0, min(n, m), B_c)  # key blocks with at least one kept score
     rho = sum(n - (s // B_r) * B_r for s in starts)
     C = min(m, len(starts) * B_c)
     reads = n * (2 * d_v - d) + C * D + rho * (2 * d + d_v + 2)
     writes = n + m * D + rho * d
-    r_D = _d_pass_rows(B_r, M, d_v)
-    peak = max(flash_backward_working_set(min(B_r, n), min(B_c, m), d, d_v), 2 * min(r_D, n) * d_v)
+    r_D = d_pass_rows(B_r, M, d_v)
+    peak = max(W_b(min(B_r, n), min(B_c, m), d, d_v), 2 * min(r_D, n) * d_v)
     if m > C:  # empty key blocks: dK_j, dV_j allocated and stored as zeros
         peak = max(peak, min(B_c, m - C) * D)
     return IOCount(reads, writes, peak)

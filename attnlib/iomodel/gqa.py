@@ -2,33 +2,18 @@
 
 Shapes follow PyTorch's ``scaled_dot_product_attention`` with ``enable_gqa``: Q is
 (H, n, d), K is (H_kv, m, d), V is (H_kv, m, d_v), H a multiple of H_kv, and query head h
-uses key/value head h // g with g = H / H_kv the group size (multi-query attention is
-H_kv = 1, GQA of Ainslie et al. 2023 is 1 < H_kv < H, multi-head attention is H_kv = H).
-
-Two schedules, both FlashAttention-2's (FA2 Alg. 1 and 2) on a machine of M words:
-
-* **grouped**: the g query heads of a group are stacked into one (g·n)×d query matrix and
-  run against their shared K, V; a loaded K_j, V_j block serves every query row of the
-  current block, whichever head it belongs to.
-* **one head at a time**: each query head is a separate FlashAttention run against its K, V
-  (as if K and V were repeated g times).
-
-At a fixed M the query block holds the same number B_r of rows either way, so the K/V
-traffic is T·m·(d + d_v) per group with T = ⌈g·n/B_r⌉ grouped and g·⌈n/B_r⌉ head by head:
-the reuse factor g⌈n/B_r⌉/⌈gn/B_r⌉ is g while g·n <= B_r (short prompts, decoding) and tends
-to 1 once n >> B_r. In the backward pass, running heads one at a time also writes g partial
-dK, dV per group that a reduction pass must sum (counted here).
-
-**Decode** is n = 1: one new query per head against a cache of m keys. Its I/O is Θ(m·d)
-whatever M is: once a query block holds the g heads of a group (B_r >= g) the cache is read
-exactly once and the count is the trivial bound plus one lse word per head; below that, each
-K/V block is read ⌈g/B_r⌉ <= g times.
+uses key/value head h // g with g = H / H_kv. The schedules are FlashAttention-2's, run
+either **grouped** (the g query heads of a group stacked into one (g·n)×d query matrix, so
+each loaded K, V block serves the whole group) or **one head at a time** (as if K and V were
+repeated g times); :func:`gqa_kv_reuse` is the K/V traffic the first saves. Decoding is
+n = 1: one new query per head against a cache of m keys.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import NamedTuple
+import operator
 
 import numpy as np
 
@@ -36,26 +21,15 @@ from .._checks import (
     AttnInputError,
     as_float_array,
     check_bool,
-    check_choice,
     check_int,
     check_scale,
     check_shape,
     float_dtype,
 )
-from .causal import (
-    causal_score_count,
-    flash_backward_causal_count,
-    flash_forward_causal_count,
-)
-from .flash import (
-    flash_backward,
-    flash_backward_count,
-    flash_forward,
-    flash_forward_blocks,
-    flash_forward_count,
-    flash_forward_working_set,
-)
-from .machine import IOCount, TwoLevelMemory
+from .blocks import W_f, flash_forward_blocks
+from .flash import flash_backward, flash_backward_count, flash_forward
+from .machine import IOCount
+from .tiling import block_ranges, ceil_div, check_dims, finish_run, span, start_run
 
 __all__ = [
     "gqa_flash_forward",
@@ -67,10 +41,6 @@ __all__ = [
     "decode_forward",
     "decode_count",
     "decode_lower_bound",
-    "attention_flops",
-    "arithmetic_intensity",
-    "Intensity",
-    "prefill_decode_intensity",
 ]
 
 
@@ -106,18 +76,9 @@ def _check_head_counts(H, H_kv):
     return H, H_kv, H // H_kv
 
 
-def _dims(n, d, M, m, d_v):
-    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    m = n if m is None else check_int("m", m)
-    d_v = d if d_v is None else check_int("d_v", d_v)
-    return n, d, M, m, d_v
-
-
 def _sum_counts(counts):
-    total = counts[0]
-    for c in counts[1:]:
-        total = total + c
-    return total
+    """The count of runs one after the other: reads and writes add, the peak is the largest."""
+    return functools.reduce(operator.add, counts)
 
 
 # =========================================================================================
@@ -172,15 +133,7 @@ def gqa_flash_forward(Q, K, V, *, M: int, scale=None, grouped=True):
 
 
 def gqa_flash_forward_count(
-    H: int,
-    H_kv: int,
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    grouped=True,
+    H: int, H_kv: int, n: int, d: int, M: int, *, m=None, d_v=None, grouped=True
 ) -> IOCount:
     """Exact I/O of :func:`gqa_flash_forward` (closed form, no arrays).
 
@@ -192,16 +145,21 @@ def gqa_flash_forward_count(
 
     i.e. H_kv (or H) copies of :func:`flash_forward_count`. Raises AttnInputError for
     arguments below 1 or H not a multiple of H_kv.
+
+    Examples
+    --------
+    >>> gqa_flash_forward_count(8, 2, 1024, 64, 16384)
+    IOCount(reads=21233664, writes=532480, total=21766144, peak_fast=16120)
     """
     H, H_kv, g = _check_head_counts(H, H_kv)
-    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     grouped = check_bool("grouped", grouped)
     B_r, B_c = flash_forward_blocks(d, M, d_v=d_v)
     D = d + d_v
     rows = g * n if grouped else n
     runs = H_kv if grouped else H
-    reads = H * n * d + runs * -(-rows // B_r) * m * D
-    peak = flash_forward_working_set(min(B_r, rows), min(B_c, m), d, d_v)
+    reads = H * n * d + runs * ceil_div(rows, B_r) * m * D
+    peak = W_f(min(B_r, rows), min(B_c, m), d, d_v)
     return IOCount(reads, H * n * (d_v + 1), peak)
 
 
@@ -210,9 +168,9 @@ def gqa_kv_reuse(H: int, H_kv: int, n: int, d: int, M: int, *, d_v: int | None =
     K/V words read grouped, g·⌈n/B_r⌉ / ⌈g·n/B_r⌉ (between 1 and g; g when g·n <= B_r).
     Raises AttnInputError for arguments below 1 or H not a multiple of H_kv."""
     H, H_kv, g = _check_head_counts(H, H_kv)
-    n, d, M, _, d_v = _dims(n, d, M, None, d_v)
+    n, d, M, _, d_v = check_dims(n, d, M, None, d_v)
     B_r, _ = flash_forward_blocks(d, M, d_v=d_v)
-    return g * -(-n // B_r) / -(-(g * n) // B_r)
+    return g * ceil_div(n, B_r) / ceil_div(g * n, B_r)
 
 
 def gqa_lower_bound(H: int, H_kv: int, n: int, d: int, M: int, *, m: int | None = None) -> float:
@@ -251,23 +209,18 @@ def _reduce_rows(M: int, d: int, d_v: int) -> int:
 
 def _reduce_partials(partials, M, dtype):
     """Sum g slow (m, w) arrays on the machine, row block by row block; returns sum, count."""
-    g = len(partials)
     m, w = partials[0].shape
-    mem = TwoLevelMemory(M)
-    for h, p in enumerate(partials):
-        mem.put(f"part{h}", p)
-    mem.zeros("sum", (m, w), dtype=dtype)
-    r = _reduce_rows(M, w, w)
-    for s in range(0, m, r):
-        rows = (s, min(s + r, m))
-        acc = mem.alloc((rows[1] - rows[0], w), dtype=dtype)
-        for h in range(g):
-            blk = mem.load(f"part{h}", rows)
+    parts = {f"part{h}": p for h, p in enumerate(partials)}
+    mem = start_run(M, False, dtype, parts, {"sum": (m, w)})
+    for rows in block_ranges(m, _reduce_rows(M, w, w)):
+        acc = mem.alloc((span(rows), w), dtype=dtype)
+        for name in parts:
+            blk = mem.load(name, rows)
             acc += blk
             mem.free(blk)
         mem.store("sum", rows, None, acc)
         mem.free(acc)
-    return mem.get("sum"), mem.finish()
+    return finish_run(mem, ("sum",), False)
 
 
 def gqa_flash_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, grouped=True):
@@ -341,15 +294,7 @@ def gqa_flash_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, grouped=True)
 
 
 def gqa_flash_backward_count(
-    H: int,
-    H_kv: int,
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    grouped=True,
+    H: int, H_kv: int, n: int, d: int, M: int, *, m=None, d_v=None, grouped=True
 ) -> IOCount:
     """Exact I/O of :func:`gqa_flash_backward` (closed form, no arrays).
 
@@ -359,7 +304,7 @@ def gqa_flash_backward_count(
     and w = d_v. Raises AttnInputError for arguments below 1 or H not a multiple of H_kv.
     """
     H, H_kv, g = _check_head_counts(H, H_kv)
-    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     grouped = check_bool("grouped", grouped)
     if grouped:
         one = flash_backward_count(g * n, d, M, m=m, d_v=d_v)
@@ -414,6 +359,11 @@ def decode_count(
 
     Θ(m·d) per K/V head whatever M is. Raises AttnInputError for arguments below 1 or H not
     a multiple of H_kv.
+
+    Examples
+    --------
+    >>> decode_count(4096, 128, 65536, H=32, H_kv=8)
+    IOCount(reads=8392704, writes=4128, total=8396832, peak_fast=28332)
     """
     m = check_int("m", m)  # required here: the count's m=None would mean m = n = 1
     return gqa_flash_forward_count(H, H_kv, 1, d, M, m=m, d_v=d_v, grouped=True)
@@ -427,82 +377,3 @@ def decode_lower_bound(m: int, d: int, *, d_v: int | None = None, H: int = 1, H_
     m, d = check_int("m", m), check_int("d", d)
     d_v = d if d_v is None else check_int("d_v", d_v)
     return H * (d + d_v) + H_kv * m * (d + d_v)
-
-
-# =========================================================================================
-# Arithmetic intensity
-# =========================================================================================
-
-
-def attention_flops(
-    n: int,
-    d: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    which: str = "forward",
-    kept: int | None = None,
-) -> int:
-    """Matrix-multiply flops of one attention head (2 per multiply-add; the softmax's O(n·m)
-    exponentials are left out, as in FA2's benchmark flop count).
-
-    forward: S = QKᵀ and O = PV, 2·z·(d + d_v); backward: S recomputed, dV, dP, dQ, dK,
-    2·z·(3d + 2d_v); z is the number of computed scores, n·m by default or ``kept`` (e.g.
-    :func:`causal_score_count` for the useful flops of causal attention). Raises
-    AttnInputError for arguments below 1 or an unknown ``which``.
-    """
-    n, d = check_int("n", n), check_int("d", d)
-    m = n if m is None else check_int("m", m)
-    d_v = d if d_v is None else check_int("d_v", d_v)
-    which = check_choice("which", which, ("forward", "backward"))
-    z = n * m if kept is None else check_int("kept", kept, maximum=n * m)
-    return 2 * z * (d + d_v) if which == "forward" else 2 * z * (3 * d + 2 * d_v)
-
-
-def arithmetic_intensity(
-    n: int,
-    d: int,
-    M: int,
-    *,
-    m: int | None = None,
-    d_v: int | None = None,
-    which: str = "forward",
-    causal=False,
-) -> float:
-    """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
-    :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count`,
-    :func:`flash_backward_count`, or their causal twins with the useful flops of the
-    :func:`causal_score_count` kept scores when ``causal``). Roughly 2·B_r for the forward
-    when n >> B_r: the number of query rows sharing each loaded K, V row. Raises
-    AttnInputError for arguments below 1 or an unknown ``which``."""
-    n, d, M, m, d_v = _dims(n, d, M, m, d_v)
-    which = check_choice("which", which, ("forward", "backward"))
-    if check_bool("causal", causal):
-        kept = causal_score_count(n, m)
-        count = flash_forward_causal_count if which == "forward" else flash_backward_causal_count
-    else:
-        kept = None
-        count = flash_forward_count if which == "forward" else flash_backward_count
-    flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
-    return flops / count(n, d, M, m=m, d_v=d_v).total
-
-
-class Intensity(NamedTuple):
-    """Arithmetic intensity (flops per word) of prefill (n = m) and of one decoding step
-    (n = 1) against the same m keys, forward pass, one head."""
-
-    prefill: float
-    decode: float
-
-
-def prefill_decode_intensity(m: int, d: int, M: int, *, d_v: int | None = None) -> Intensity:
-    """Prefill (all m queries at once, n = m) against decode (n = 1) intensity, from the exact
-    counts of :func:`flash_forward_count` and the flops of :func:`attention_flops`. Decode
-    stays near 2 flops per word for every M (each loaded K/V word meets one query); prefill
-    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1."""
-    m, d, M = check_int("m", m), check_int("d", d), check_int("M", M)
-    d_v = d if d_v is None else check_int("d_v", d_v)
-    return Intensity(
-        arithmetic_intensity(m, d, M, m=m, d_v=d_v),
-        arithmetic_intensity(1, d, M, m=m, d_v=d_v),
-    )

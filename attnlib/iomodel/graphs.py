@@ -1,20 +1,10 @@
 """Computation graphs (DAGs) of small computations, for the red-blue pebble game.
 
 A :class:`ComputationGraph` is the object Hong and Kung's game is played on (HK81; SY24 §2):
-vertices are values, an edge u → v says that v is computed from u. Its sources are the
-**inputs**, which start in slow memory; some vertices are **outputs**, which must end there.
-Every vertex carries an operation so that a schedule can be *run*, not only counted
-(:func:`attnlib.iomodel.optimal.replay_schedule`).
-
-The builders give the graphs of the computations the book's bounds are about:
-
-* :func:`inner_product_graph`: ⟨a, b⟩ of length k, summed as a chain or a balanced tree;
-* :func:`matmul_graph`: standard m×k by k×p multiplication, each output a sum tree over k
-  products (the graph SY24 Lemma 3.6 / HK81 Cor. 6.2 bound);
-* :func:`attention_forward_graph`: O = softmax(QKᵀ)V with S by standard matmul, exp, row
-  sums, division by the row sum, then PV (no max subtraction: the game does not see rounding);
-* :func:`attention_dv_graph`: one piece of the backward pass, dV = Pᵀ dO with P recomputed
-  from Q, K and the row log-sum-exp, as FlashAttention's backward pass does.
+vertices are values, an edge u → v says that v is computed from u; the inputs start in slow
+memory and the outputs must end there. Every vertex carries an operation, so that a schedule
+can be run, not only counted. The builders give the graphs of the book's bounds: an inner
+product, a matrix product, attention's forward pass and a piece of its backward pass.
 """
 
 from __future__ import annotations
@@ -24,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, check_choice, check_int, check_real
 
 __all__ = [
     "ComputationGraph",
@@ -39,6 +29,7 @@ __all__ = [
 
 _OPS = {"input": 0, "add": None, "mul": None, "exp": 1, "div": 2, "expsub": 2}
 _TREES = ("chain", "balanced")
+MOVES = ("read", "write", "compute", "delete")  # the moves of a pebble-game schedule
 
 
 @dataclass(frozen=True)
@@ -218,9 +209,7 @@ class _Builder:
 
 
 def _check_tree(tree) -> str:
-    if tree not in _TREES:
-        raise AttnInputError(f"tree must be one of {_TREES}, got {tree!r}")
-    return tree
+    return check_choice("tree", tree, _TREES)
 
 
 def inner_product_graph(k: int, *, tree: str = "chain") -> ComputationGraph:
@@ -308,7 +297,9 @@ def attention_dv_graph(n: int, m: int, d: int, *, tree: str = "chain") -> Comput
     return g.graph(tuple(v for row in dV for v in row))
 
 
-def _apply(op: str, args: list[float]) -> float:
+def apply_op(op: str, args: list[float]) -> float:
+    """The value of a vertex with operation ``op`` (see :class:`ComputationGraph`) computed
+    from its predecessors' values ``args``."""
     if op == "add":
         return math.fsum(args)
     if op == "mul":
@@ -339,7 +330,7 @@ def evaluate_graph(G: ComputationGraph, inputs) -> np.ndarray:
     values = input_values(G, inputs)
     out = np.zeros(G.n)
     for v, (op, p) in enumerate(zip(G.ops, G.preds, strict=True)):
-        out[v] = values[v] if op == "input" else _apply(op, [out[u] for u in p])
+        out[v] = values[v] if op == "input" else apply_op(op, [out[u] for u in p])
     return out
 
 
@@ -361,9 +352,28 @@ def input_values(G: ComputationGraph, inputs) -> dict[int, float]:
         vals = list(arr)
     out = {}
     for v, x in zip(ins, vals, strict=True):
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)):
-            raise AttnInputError(f"input {G.names[v]!r} must be a real number, got {x!r}")
-        if not math.isfinite(float(x)):
-            raise AttnInputError(f"input {G.names[v]!r} must be finite, got {x!r}")
-        out[v] = float(x)
+        out[v] = check_real(f"input {G.names[v]!r}", x)
+    return out
+
+
+def check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
+    """Normalise a schedule of G to ``(op, vertex index)`` pairs: each move is an
+    ``(op, vertex)`` pair with op in :data:`MOVES` and the vertex given by name or index.
+
+    Raises AttnInputError for anything else, naming the move (``moves[i]``).
+    """
+    try:
+        items = list(moves)
+    except TypeError:
+        raise AttnInputError(f"moves must be a list of (op, vertex) pairs, got {moves!r}") from None
+    out = []
+    for i, mv in enumerate(items):
+        if not isinstance(mv, tuple | list) or len(mv) != 2 or mv[0] not in MOVES:
+            raise AttnInputError(
+                f"moves[{i}] must be an (op, vertex) pair with op in {MOVES}, got {mv!r}"
+            )
+        op, v = mv
+        if isinstance(v, str):
+            v = G.index(v)
+        out.append((op, check_int(f"moves[{i}] vertex", v, minimum=0, maximum=G.n - 1)))
     return out

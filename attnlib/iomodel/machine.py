@@ -1,34 +1,9 @@
 """An executable two-level memory: the red-blue pebble game with every word counted.
 
-Hong and Kung's model (HK81; SY24 §2): a fast memory of at most M words, an
-unbounded slow memory, and a cost of one I/O per word moved between them. Computation is
-free but may only use values that are in fast memory.
-
-:class:`TwoLevelMemory` makes the model executable, so that an algorithm's I/O is *counted*
-rather than estimated:
-
-* **Slow memory** holds named arrays. ``put`` places an input and ``zeros`` allocates an
-  output; neither is I/O. The algorithm reaches slow data only through ``load`` (counts the
-  block's words as reads) and ``store`` (counts them as writes). Loads copy: the slow value
-  stays, as in the pebble game. ``get`` returns a copy after the run, for checking; not I/O.
-* **Fast memory** holds blocks: those returned by ``load`` and the scratch space returned by
-  ``alloc``. ``free`` releases them. The machine tracks the live fast words and raises
-  :class:`CapacityError` the moment a ``load`` or ``alloc`` would take them above M;
-  ``peak_fast`` records the maximum ever reached.
-* Every value an algorithm keeps between two steps must live in a declared block. A numpy
-  temporary inside one step stands for work a real kernel would fuse (in registers).
-
-**Block addresses** (stable API). ``rows`` and ``cols`` are half-open index ranges given as
-``(start, stop)`` pairs of ints, with ``0 <= start < stop <= extent``; a Python ``slice``
-with step 1 (or None) and explicit bounds is accepted too and normalised to ``(start, stop)``.
-``cols=None`` means all columns; a 1-D slow array (a vector such as ``lse``) takes
-``cols=None`` only. A block of r rows and c columns is r·c words.
-
-**Operation log.** With ``record=True`` every event is appended to ``log`` as an
-:class:`Op` ``(op, name, rows, cols, words)``: ``op`` is ``"load"``, ``"store"``,
-``"alloc"`` or ``"free"``; ``name`` is the slow array involved (for a ``free`` of a loaded
-block, the array it was loaded from; ``None`` for scratch space); ``rows``/``cols`` are
-``(start, stop)`` pairs (``None`` for scratch space and for the columns of a vector).
+Hong and Kung's model (HK81; SY24 §2): a fast memory of at most M words, an unbounded slow
+memory, and a cost of one I/O per word moved between them; computation is free but may only
+use values in fast memory. :class:`TwoLevelMemory` runs algorithms in it, so that their I/O is
+counted rather than estimated; its docstring states the rules.
 """
 
 from __future__ import annotations
@@ -50,7 +25,7 @@ from .._checks import (
     check_real,
 )
 
-__all__ = ["TwoLevelMemory", "IOCount", "CapacityError", "MachineError", "Op"]
+__all__ = ["TwoLevelMemory", "IOCount", "CapacityError", "MachineError", "Op", "words_by_array"]
 
 
 class MachineError(RuntimeError):
@@ -77,6 +52,8 @@ class IOCount:
     Construct as ``IOCount(reads, writes, peak_fast)``; ``total`` is computed. Two counts
     add up (``a + b``): reads and writes add, ``peak_fast`` is the larger one, as for two
     runs one after the other on the same machine.
+
+    Raises AttnInputError for a field that is not an integer >= 0.
     """
 
     reads: int
@@ -86,10 +63,8 @@ class IOCount:
 
     def __post_init__(self):
         for name in ("reads", "writes", "peak_fast"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise AttnInputError(f"IOCount.{name} must be an integer >= 0, got {v!r}")
-            object.__setattr__(self, name, int(v))
+            value = check_int(f"IOCount.{name}", getattr(self, name), minimum=0)
+            object.__setattr__(self, name, value)
         object.__setattr__(self, "total", self.reads + self.writes)
 
     def __add__(self, other: IOCount) -> IOCount:
@@ -112,8 +87,39 @@ class Op(NamedTuple):
     words: int
 
 
+def words_by_array(log) -> tuple[dict[str, int], dict[str, int]]:
+    """Where a run's words went: the words loaded from and stored to each slow array, as two
+    dicts ``(reads, writes)`` keyed by array name, from an operation log (``record=True``).
+
+    Raises AttnInputError if an entry of ``log`` is not an :class:`Op`.
+
+    Examples
+    --------
+    >>> mem = TwoLevelMemory(4, record=True)
+    >>> mem.put("x", np.ones(6))
+    >>> for rows in ((0, 3), (3, 6)):
+    ...     mem.free(mem.load("x", rows))
+    >>> words_by_array(mem.log)
+    ({'x': 6}, {})
+    """
+    reads: dict[str, int] = {}
+    writes: dict[str, int] = {}
+    for k, op in enumerate(log):
+        if not isinstance(op, Op):
+            raise AttnInputError(f"log[{k}] must be an Op of a machine's log, got {op!r:.60}")
+        counts = reads if op.op == "load" else writes if op.op == "store" else None
+        if counts is not None:
+            counts[op.name] = counts.get(op.name, 0) + op.words
+    return reads, writes
+
+
 def _words(shape) -> int:
     return math.prod(shape)
+
+
+def _read_only(attribute: str, doc: str) -> property:
+    """A read-only property returning a private attribute of the machine."""
+    return property(lambda self: getattr(self, attribute), doc=doc)
 
 
 class TwoLevelMemory:
@@ -124,7 +130,31 @@ class TwoLevelMemory:
     M : int >= 1, the fast memory's capacity in words
     record : keep the operation log (:attr:`log`), for drawing a schedule
 
-    Methods (see the module docstring for the semantics):
+    **Slow memory** holds named arrays. ``put`` places an input and ``zeros`` allocates an
+    output; neither is I/O. The algorithm reaches slow data only through ``load`` (counts the
+    block's words as reads) and ``store`` (counts them as writes). Loads copy: the slow value
+    stays, as in the pebble game. ``get`` returns a copy after the run, for checking; not I/O.
+
+    **Fast memory** holds blocks: those returned by ``load`` and the scratch space returned by
+    ``alloc``. ``free`` releases them. The machine tracks the live fast words and raises
+    :class:`CapacityError` the moment a ``load`` or ``alloc`` would take them above M;
+    ``peak_fast`` records the maximum ever reached. Every value an algorithm keeps between two
+    steps must live in a declared block; a numpy temporary inside one step stands for work a
+    real kernel would fuse (in registers).
+
+    **Block addresses.** ``rows`` and ``cols`` are half-open index ranges given as
+    ``(start, stop)`` pairs of ints, with ``0 <= start < stop <= extent``; a Python ``slice``
+    with step 1 (or None) and explicit bounds is accepted too and normalised to
+    ``(start, stop)``. ``cols=None`` means all columns; a 1-D slow array (a vector such as
+    ``lse``) takes ``cols=None`` only. A block of r rows and c columns is r·c words.
+
+    **Operation log.** With ``record=True`` every event is appended to ``log`` as an
+    :class:`Op` ``(op, name, rows, cols, words)``: ``op`` is ``"load"``, ``"store"``,
+    ``"alloc"`` or ``"free"``; ``name`` is the slow array involved (for a ``free`` of a loaded
+    block, the array it was loaded from; ``None`` for scratch space); ``rows``/``cols`` are
+    ``(start, stop)`` pairs (``None`` for scratch space and for the columns of a vector).
+
+    Methods:
 
     ``put(name, array)``, ``zeros(name, shape, dtype=float64)``: place slow arrays (no I/O).
     ``load(name, rows, cols=None) -> ndarray``: copy a block to fast memory (reads).
@@ -136,6 +166,22 @@ class TwoLevelMemory:
 
     Properties: ``count`` (an :class:`IOCount`), ``reads``, ``writes``, ``live_fast``,
     ``peak_fast``, ``M``, ``log``, ``names``.
+
+    Raises AttnInputError for M below 1 or invalid arguments of a method;
+    :class:`CapacityError` when fast memory would exceed M; :class:`MachineError` for misuse.
+
+    Examples
+    --------
+    >>> mem = TwoLevelMemory(8)
+    >>> mem.put("x", np.arange(10.0))
+    >>> mem.zeros("y", (10,))
+    >>> for start in range(0, 10, 4):
+    ...     rows = (start, min(start + 4, 10))
+    ...     block = mem.load("x", rows)
+    ...     mem.store("y", rows, None, 2 * block)
+    ...     mem.free(block)
+    >>> mem.finish()
+    IOCount(reads=10, writes=10, total=20, peak_fast=4)
     """
 
     def __init__(self, M: int, *, record: bool = False):
@@ -154,27 +200,11 @@ class TwoLevelMemory:
         self.log: list[Op] = []
 
     # ---- properties --------------------------------------------------------------------
-    @property
-    def M(self) -> int:
-        return self._M
-
-    @property
-    def reads(self) -> int:
-        return self._reads
-
-    @property
-    def writes(self) -> int:
-        return self._writes
-
-    @property
-    def live_fast(self) -> int:
-        """Words currently held in fast memory."""
-        return self._live_words
-
-    @property
-    def peak_fast(self) -> int:
-        """The most words ever live in fast memory at once."""
-        return self._peak
+    M = _read_only("_M", "The fast memory's capacity in words.")
+    reads = _read_only("_reads", "Words read so far (slow → fast).")
+    writes = _read_only("_writes", "Words written so far (fast → slow).")
+    live_fast = _read_only("_live_words", "Words currently held in fast memory.")
+    peak_fast = _read_only("_peak", "The most words ever live in fast memory at once.")
 
     @property
     def count(self) -> IOCount:
@@ -324,11 +354,14 @@ class TwoLevelMemory:
             raise AttnInputError(
                 f"{argname} must be an int or a tuple of ints, got {shape!r}"
             ) from None
-        if not shape or any(
-            isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in shape
-        ):
-            raise AttnInputError(f"{argname} must be a tuple of positive ints, got {shape!r}")
-        return tuple(int(s) for s in shape)
+        try:
+            if not shape:
+                raise AttnInputError(f"{argname} must not be empty")
+            return tuple(check_int(f"{argname}[{k}]", s) for k, s in enumerate(shape))
+        except AttnInputError:
+            raise AttnInputError(
+                f"{argname} must be a tuple of positive ints, got {shape!r}"
+            ) from None
 
     def _array(self, name: str) -> np.ndarray:
         try:

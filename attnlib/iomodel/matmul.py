@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 
 from .._checks import AttnInputError, as_float_array, check_int, float_dtype
-from .machine import IOCount, TwoLevelMemory
+from .machine import IOCount
+from .tiling import block_ranges, ceil_div, finish_run, span, start_run
 
 __all__ = [
     "naive_matmul",
@@ -37,16 +38,18 @@ def _check_AB(A, B):
     return A.astype(dtype, copy=False), B.astype(dtype, copy=False), dtype
 
 
-def _blocks(extent: int, size: int):
-    """Half-open (start, stop) ranges of at most ``size`` covering range(extent)."""
-    return [(s, min(s + size, extent)) for s in range(0, extent, size)]
-
-
 # ---- naive, by rows ----------------------------------------------------------------------
 
 
-def _naive_min_M(k: int, p: int) -> int:
-    return k + 2 * p  # A_i (k) + C_i (p) + one row of B (p)
+def _check_naive_M(M, k: int, p: int) -> int:
+    """M validated against the naive schedule's need: A_i (k) + C_i (p) + one row of B (p)."""
+    M = check_int("M", M)
+    if M < k + 2 * p:
+        raise AttnInputError(
+            f"M must be at least k + 2p = {k + 2 * p} words for naive_matmul with "
+            f"k={k}, p={p}, got M={M}"
+        )
+    return M
 
 
 def naive_matmul(A, B, *, M: int, record: bool = False):
@@ -62,20 +65,14 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
     -------
     (C, IOCount), or (C, IOCount, machine) with ``record=True``.
     The count equals :func:`naive_matmul_count` exactly.
+
+    Raises AttnInputError for invalid arrays or M below k + 2p.
     """
     A, B, dtype = _check_AB(A, B)
     m, k = A.shape
     p = B.shape[1]
-    M = check_int("M", M)
-    if M < _naive_min_M(k, p):
-        raise AttnInputError(
-            f"M must be at least k + 2p = {_naive_min_M(k, p)} words for naive_matmul with "
-            f"k={k}, p={p}, got M={M}"
-        )
-    mem = TwoLevelMemory(M, record=record)
-    mem.put("A", A)
-    mem.put("B", B)
-    mem.zeros("C", (m, p), dtype=dtype)
+    M = _check_naive_M(M, k, p)
+    mem = start_run(M, record, dtype, {"A": A, "B": B}, {"C": (m, p)})
     for i in range(m):
         a = mem.load("A", (i, i + 1))  # (1, k)
         c = mem.alloc((1, p), dtype=dtype)
@@ -85,21 +82,21 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
             mem.free(b)
         mem.store("C", (i, i + 1), None, c)
         mem.free(a, c)
-    count = mem.finish()
-    return (mem.get("C"), count, mem) if record else (mem.get("C"), count)
+    return finish_run(mem, ("C",), record)
 
 
 def naive_matmul_count(m: int, k: int, p: int, M: int) -> IOCount:
     """Exact I/O of :func:`naive_matmul`: reads mk + mkp, writes mp, peak k + 2p.
 
-    Independent of M: the schedule reuses nothing of B between rows of C."""
+    Independent of M: the schedule reuses nothing of B between rows of C. Raises
+    AttnInputError for sizes below 1 or M below k + 2p.
+
+    Examples
+    --------
+    >>> naive_matmul_count(64, 64, 64, 200)
+    IOCount(reads=266240, writes=4096, total=270336, peak_fast=192)"""
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
-    M = check_int("M", M)
-    if M < _naive_min_M(k, p):
-        raise AttnInputError(
-            f"M must be at least k + 2p = {_naive_min_M(k, p)} words for naive_matmul with "
-            f"k={k}, p={p}, got M={M}"
-        )
+    M = _check_naive_M(M, k, p)
     return IOCount(m * k + m * k * p, m * p, k + 2 * p)
 
 
@@ -110,7 +107,12 @@ def matmul_tile_size(M: int) -> int:
     """The tile side b = ⌊√(M/3)⌋ used by :func:`tiled_matmul`.
 
     It is the largest b with 3b² <= M: one b×b tile each of A, B and the accumulator of C
-    are live at once, so the schedule provably fits. Needs M >= 3.
+    are live at once, so the schedule provably fits. Raises AttnInputError for M below 3.
+
+    Examples
+    --------
+    >>> matmul_tile_size(768)
+    16
     """
     M = check_int("M", M)
     if M < 3:
@@ -144,28 +146,36 @@ def tiled_matmul(A, B, *, M: int, tile: int | None = None, record: bool = False)
     -------
     (C, IOCount), or (C, IOCount, machine) with ``record=True``; the count equals
     :func:`tiled_matmul_count` exactly.
+
+    Raises
+    ------
+    AttnInputError for invalid arrays, M below 3 or a tile below 1; CapacityError if a given
+    tile does not fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C, count = tiled_matmul(np.arange(6.0).reshape(2, 3), np.ones((3, 2)), M=12)
+    >>> C.tolist(), count
+    ([[3.0, 3.0], [12.0, 12.0]], IOCount(reads=12, writes=4, total=16, peak_fast=12))
     """
     A, B, dtype = _check_AB(A, B)
     m, k = A.shape
     p = B.shape[1]
     M = check_int("M", M)
     b = _tile(tile, M)
-    mem = TwoLevelMemory(M, record=record)
-    mem.put("A", A)
-    mem.put("B", B)
-    mem.zeros("C", (m, p), dtype=dtype)
-    for I in _blocks(m, b):
-        for J in _blocks(p, b):
-            c = mem.alloc((I[1] - I[0], J[1] - J[0]), dtype=dtype)
-            for L in _blocks(k, b):
+    mem = start_run(M, record, dtype, {"A": A, "B": B}, {"C": (m, p)})
+    for I in block_ranges(m, b):
+        for J in block_ranges(p, b):
+            c = mem.alloc((span(I), span(J)), dtype=dtype)
+            for L in block_ranges(k, b):
                 a = mem.load("A", I, L)
                 bb = mem.load("B", L, J)
                 c += a @ bb
                 mem.free(a, bb)
             mem.store("C", I, J, c)
             mem.free(c)
-    count = mem.finish()
-    return (mem.get("C"), count, mem) if record else (mem.get("C"), count)
+    return finish_run(mem, ("C",), record)
 
 
 def tiled_matmul_count(m: int, k: int, p: int, M: int, *, tile: int | None = None) -> IOCount:
@@ -179,10 +189,16 @@ def tiled_matmul_count(m: int, k: int, p: int, M: int, *, tile: int | None = Non
         peak   = b_m·b_p + b_m·b_k + b_k·b_p,  b_x = min(b, x)
 
     (the first tiles are the largest). With b = ⌊√(M/3)⌋ the reads are ≈ 2√3·mkp/√M.
+    Raises AttnInputError for sizes below 1, M below 3 or a tile below 1.
+
+    Examples
+    --------
+    >>> tiled_matmul_count(64, 64, 64, 768)
+    IOCount(reads=32768, writes=4096, total=36864, peak_fast=768)
     """
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
     M = check_int("M", M)
     b = _tile(tile, M)
-    Tm, Tp = -(-m // b), -(-p // b)
+    Tm, Tp = ceil_div(m, b), ceil_div(p, b)
     bm, bk, bp = min(b, m), min(b, k), min(b, p)
     return IOCount(Tp * m * k + Tm * k * p, m * p, bm * bp + bm * bk + bk * bp)

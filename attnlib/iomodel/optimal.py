@@ -2,69 +2,42 @@
 
 :func:`optimal_io` computes Q(G, M), the fewest reads plus writes over **all** schedules of a
 :class:`~attnlib.iomodel.graphs.ComputationGraph` with M red pebbles (HK81; the game of
-SY24 §2 and Chapter 2), and returns one optimal schedule as a move list. The moves are
-``("read", v)``, ``("write", v)``, ``("compute", v)`` and ``("delete", v)``; a schedule
-replays on :class:`~attnlib.iomodel.machine.TwoLevelMemory` with :func:`replay_schedule`,
-one word per vertex, so its count is the machine's, not the solver's.
-
-Method: A* search over pebble configurations (red set R, blue set B, and with
-``recompute=False`` the set of vertices computed so far), where a read or a write costs 1
-and a computation or a deletion costs 0. The search explores a *reduced* set of moves; each
-reduction keeps at least one optimal schedule, which is why the result is exact:
-
-1. **Deletions only when needed.** Postponing a deletion never invalidates a schedule (an
-   extra red pebble never blocks a move except by taking room, and a later read or
-   computation of a vertex that is still red can simply be dropped). So a red pebble is
-   removed only to make room, immediately before placing one when all M are in use.
-2. **Dead vertices are dropped.** A vertex from which every reachable output already has a
-   blue pebble is never needed again: its red pebble is deleted at once, and it is never
-   read, computed or written. (The vertices still needed are closed under predecessors, so
-   no needed computation depends on a dead one.)
-3. **Writes right after the computation.** A write of v at time t can be moved to the
-   moment v last received its red pebble, since v holds the same value all along; blue
-   pebbles are unlimited, so an earlier write blocks nothing. So v is written, if at all,
-   right after it is computed (and an output always is: it must be written once anyway).
-   Writing a vertex just read is pointless: it is already blue.
-
-The heuristic is admissible and consistent: every output without a blue pebble still needs
-one write, and every input u without a red pebble that reaches such an output along a path
-of vertices holding no pebble still needs one read (each vertex on that path must be
-computed, so u must be red again). A computation never shortens such a path (its
-predecessors were already red), so the heuristic never drops by more than the cost of a
-move, and A* with it returns a least-cost schedule. Without recomputation, a vertex that
-this argument says must be red again but that was computed before and holds no pebble
-makes the configuration a dead end, which is pruned.
-
-The search refuses, with :class:`~attnlib.AttnInputError` naming the limit, graphs of more
-than ``MAX_VERTICES`` vertices, and stops with the same error when it has expanded
-``max_states`` configurations or run ``max_seconds``.
+SY24 §2 and Chapter 2), and returns one optimal schedule as a move list
+(``("read", v)``, ``("write", v)``, ``("compute", v)``, ``("delete", v)``). The search behind
+it is :class:`PebbleSearch`, whose docstring proves it exact. A schedule replays on the
+machine with :func:`replay_schedule`, one word per vertex, so its count is the machine's.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-import numbers
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int, check_positive_real
-from .graphs import ComputationGraph, _apply, check_graph, input_values, least_feasible_M
-from .machine import MachineError, TwoLevelMemory
+from .._checks import AttnInputError, check_bool, check_int, check_positive_real
+from .graphs import (
+    ComputationGraph,
+    apply_op,
+    check_graph,
+    check_moves,
+    input_values,
+    least_feasible_M,
+)
+from .machine import MachineError
+from .tiling import start_run
 
 __all__ = [
     "MAX_VERTICES",
     "OptimalSchedule",
     "optimal_io",
+    "PebbleSearch",
     "replay_schedule",
-    "schedule_segments",
-    "is_dominator",
 ]
 
 MAX_VERTICES = 40  # beyond this, even the reduced configuration space is out of reach
-_MOVES = ("read", "write", "compute", "delete")
 
 
 @dataclass(frozen=True)
@@ -107,7 +80,7 @@ def optimal_io(
 ) -> OptimalSchedule:
     """Q(G, M): the least I/O of any red-blue pebble game schedule of ``G`` with ``M`` red
     pebbles, and one schedule that attains it (HK81; Chapter 2's game, inputs start blue,
-    outputs must end blue, loads copy).
+    outputs must end blue, loads copy). Runs :class:`PebbleSearch`.
 
     Parameters
     ----------
@@ -126,26 +99,76 @@ def optimal_io(
     ------
     AttnInputError if G is not a graph, has more than MAX_VERTICES vertices, M is below the
     least feasible value, or the search exceeds ``max_states`` or ``max_seconds``.
+
+    Examples
+    --------
+    >>> from attnlib.iomodel import inner_product_graph
+    >>> optimal_io(inner_product_graph(2), 3).io, optimal_io(inner_product_graph(2), 4).io
+    (7, 5)
     """
-    G = check_graph(G)
-    if G.n > MAX_VERTICES:
-        raise AttnInputError(
-            f"G has {G.n} vertices; optimal_io solves graphs of at most MAX_VERTICES = "
-            f"{MAX_VERTICES} vertices"
-        )
-    M = check_int("M", M, minimum=least_feasible_M(G))
-    if not isinstance(recompute, bool):
-        raise AttnInputError(f"recompute must be True or False, got {recompute!r}")
-    max_states = check_int("max_states", max_states)
-    max_seconds = check_positive_real("max_seconds", max_seconds)
-    return _Search(G, min(M, G.n), recompute, max_states, max_seconds).run(M)
+    search = PebbleSearch(G, M, recompute=recompute, max_states=max_states, max_seconds=max_seconds)
+    return search.run()
 
 
-class _Search:
-    def __init__(self, G, M, recompute, max_states, max_seconds):
-        self.G, self.M, self.recompute = G, M, recompute
-        self.max_states, self.max_seconds = max_states, max_seconds
-        n = G.n
+class PebbleSearch:
+    """The A* search of :func:`optimal_io`, with the proof that its answer is exact.
+
+    Method: A* search over pebble configurations (red set R, blue set B, and with
+    ``recompute=False`` the set of vertices computed so far), where a read or a write costs 1
+    and a computation or a deletion costs 0. The search explores a *reduced* set of moves; each
+    reduction keeps at least one optimal schedule, which is why the result is exact:
+
+    1. **Deletions only when needed.** Postponing a deletion never invalidates a schedule (an
+       extra red pebble never blocks a move except by taking room, and a later read or
+       computation of a vertex that is still red can simply be dropped). So a red pebble is
+       removed only to make room, immediately before placing one when all M are in use.
+    2. **Dead vertices are dropped.** A vertex from which every reachable output already has a
+       blue pebble is never needed again: its red pebble is deleted at once, and it is never
+       read, computed or written. (The vertices still needed are closed under predecessors, so
+       no needed computation depends on a dead one.)
+    3. **Writes right after the computation.** A write of v at time t can be moved to the
+       moment v last received its red pebble, since v holds the same value all along; blue
+       pebbles are unlimited, so an earlier write blocks nothing. So v is written, if at all,
+       right after it is computed (and an output always is: it must be written once anyway).
+       Writing a vertex just read is pointless: it is already blue.
+
+    The heuristic is admissible and consistent: every output without a blue pebble still needs
+    one write, and every input u without a red pebble that reaches such an output along a path
+    of vertices holding no pebble still needs one read (each vertex on that path must be
+    computed, so u must be red again). A computation never shortens such a path (its
+    predecessors were already red), so the heuristic never drops by more than the cost of a
+    move, and A* with it returns a least-cost schedule. Without recomputation, a vertex that
+    this argument says must be red again but that was computed before and holds no pebble
+    makes the configuration a dead end, which is pruned.
+
+    Parameters are those of :func:`optimal_io`; :meth:`run` returns the
+    :class:`OptimalSchedule` and :meth:`h` is the heuristic.
+
+    Raises
+    ------
+    AttnInputError as :func:`optimal_io` (the budget is checked by :meth:`run`).
+    """
+
+    def __init__(
+        self,
+        G: ComputationGraph,
+        M: int,
+        *,
+        recompute: bool = True,
+        max_states: int = 200_000,
+        max_seconds: float = 30.0,
+    ):
+        G = check_graph(G)
+        if G.n > MAX_VERTICES:
+            raise AttnInputError(
+                f"G has {G.n} vertices; optimal_io solves graphs of at most MAX_VERTICES = "
+                f"{MAX_VERTICES} vertices"
+            )
+        self.M_asked = check_int("M", M, minimum=least_feasible_M(G))
+        self.recompute = check_bool("recompute", recompute)
+        self.max_states = check_int("max_states", max_states)
+        self.max_seconds = check_positive_real("max_seconds", max_seconds)
+        self.G, self.M, n = G, min(self.M_asked, G.n), G.n
         self.n = n
         self.inputs = sum(1 << v for v in G.inputs)
         self.outputs = sum(1 << o for o in G.outputs)
@@ -169,7 +192,7 @@ class _Search:
         return live
 
     def h(self, R: int, B: int, C: int) -> float:
-        """Admissible, consistent lower bound on the remaining I/O (module docstring)."""
+        """Admissible, consistent lower bound on the remaining I/O (see the class docstring)."""
         writes = _popcount(self.outputs & ~B)
         have = R | B
         stack = [o for o in self.G.outputs if not (have >> o) & 1]
@@ -196,7 +219,9 @@ class _Search:
         live = self.alive(B)
         return R & live, B & (live | self.outputs), C & live, R & ~live
 
-    def run(self, M_asked: int) -> OptimalSchedule:
+    def run(self) -> OptimalSchedule:
+        """Search until every output is blue; the least-I/O schedule found, as moves."""
+        M_asked = self.M_asked
         t0 = time.perf_counter()
         M = self.M
         start = (0, 0, 0)
@@ -319,28 +344,6 @@ def _or(masks) -> int:
     return out
 
 
-def _normalise_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
-    out = []
-    try:
-        items = list(moves)
-    except TypeError:
-        raise AttnInputError(f"moves must be a list of (op, vertex) pairs, got {moves!r}") from None
-    for i, mv in enumerate(items):
-        if not isinstance(mv, (tuple, list)) or len(mv) != 2 or mv[0] not in _MOVES:
-            raise AttnInputError(
-                f"moves[{i}] must be an (op, vertex) pair with op in {_MOVES}, got {mv!r}"
-            )
-        op, v = mv
-        if isinstance(v, str):
-            v = G.index(v)
-        elif isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < G.n:
-            raise AttnInputError(
-                f"moves[{i}]: vertex must be a name or an index < {G.n}, got {v!r}"
-            )
-        out.append((op, int(v)))
-    return out
-
-
 def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: bool = False):
     """Run a pebble-game schedule on :class:`TwoLevelMemory`, one word per vertex.
 
@@ -368,19 +371,23 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
     without a red pebble, placing a red pebble on a red vertex), or a schedule that leaves
     an output without a blue pebble. The machine raises CapacityError if more than M words
     would be live.
+
+    Examples
+    --------
+    >>> from attnlib.iomodel import inner_product_graph
+    >>> G = inner_product_graph(2)
+    >>> replay_schedule(G, optimal_io(G, 4).moves, 4)[0]
+    IOCount(reads=4, writes=1, total=5, peak_fast=4)
     """
     G = check_graph(G)
     M = check_int("M", M)
-    moves = _normalise_moves(G, moves)
+    moves = check_moves(G, moves)
     if inputs is None:
         inputs = np.random.default_rng(0).standard_normal(len(G.inputs))
     values = input_values(G, inputs)
-    mem = TwoLevelMemory(M, record=record)
-    for v in range(G.n):
-        if G.ops[v] == "input":
-            mem.put(G.names[v], np.array([values[v]]))
-        else:
-            mem.zeros(G.names[v], (1,))
+    inputs = {G.names[v]: np.array([values[v]]) for v in G.inputs}
+    computed = {G.names[v]: (1,) for v in range(G.n) if G.ops[v] != "input"}
+    mem = start_run(M, record, np.float64, inputs, computed)
     blue = set(G.inputs)
     red: dict[int, np.ndarray] = {}
     for i, (op, v) in enumerate(moves):
@@ -398,7 +405,7 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
                 why = "an input cannot be computed" if not missing else f"{missing} not red"
                 raise AttnInputError(f"{where}: cannot compute ({why})")
             word = mem.alloc(1)
-            word[0] = _apply(G.ops[v], [float(red[u][0]) for u in G.preds[v]])
+            word[0] = apply_op(G.ops[v], [float(red[u][0]) for u in G.preds[v]])
             red[v] = word
         else:
             if v not in red:
@@ -419,105 +426,3 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
         raise AttnInputError(str(err)) from err
     out = np.array([mem.get(G.names[o])[0] for o in G.outputs])
     return (count, out, mem) if record else (count, out)
-
-
-def schedule_segments(G: ComputationGraph, moves, M: int) -> list[dict]:
-    """Cut a schedule into consecutive segments of M I/Os (the last may have fewer), as in
-    the proof of Hong and Kung's partition lemma (HK81).
-
-    For segment i, with V_i the vertices first computed in it (each computed vertex belongs
-    to the segment of its first computation):
-
-    * ``dominator``: the red pebbles at the segment's start plus the vertices read during it
-      (at most 2M): every path from an input to V_i passes through it;
-    * ``minimum``: the vertices of V_i with no successor in V_i (HK81's minimum set);
-    * ``kept``: the red pebbles at the segment's end plus the vertices written during it,
-      which contain the minimum set's vertices that are still needed (at most 2M).
-
-    Returns a list of dicts with keys ``computed``, ``dominator``, ``minimum``, ``kept``
-    (sorted tuples of vertex indices) and ``io``. Raises AttnInputError on a bad schedule.
-    """
-    G = check_graph(G)
-    M = check_int("M", M)
-    moves = _normalise_moves(G, moves)
-    succs = G.succs
-    segments: list[dict] = []
-    red: set[int] = set()
-    placed: set[int] = set()
-    cur = None
-    io = 0
-
-    def open_segment():
-        return {"computed": [], "dominator": set(red), "kept": set(), "io": 0}
-
-    for op, v in moves:
-        if cur is None or (op in ("read", "write") and cur["io"] == M):
-            if cur is not None:
-                cur["kept"] |= red
-                segments.append(cur)
-            cur = open_segment()
-        if op == "read":
-            cur["dominator"].add(v)
-            cur["io"] += 1
-            red.add(v)
-        elif op == "write":
-            cur["kept"].add(v)
-            cur["io"] += 1
-        elif op == "compute":
-            if v not in placed:
-                cur["computed"].append(v)
-                placed.add(v)
-            red.add(v)
-        else:
-            red.discard(v)
-        io += op in ("read", "write")
-    if cur is not None:
-        cur["kept"] |= red
-        segments.append(cur)
-    out = []
-    for seg in segments:
-        comp = set(seg["computed"])
-        minimum = {v for v in comp if not any(w in comp for w in succs[v])}
-        out.append(
-            {
-                "computed": tuple(sorted(comp)),
-                "dominator": tuple(sorted(seg["dominator"])),
-                "minimum": tuple(sorted(minimum)),
-                "kept": tuple(sorted(seg["kept"])),
-                "io": seg["io"],
-            }
-        )
-    return out
-
-
-def _vertex_set(G: ComputationGraph, name: str, vertices) -> set[int]:
-    try:
-        items = list(vertices)
-    except TypeError:
-        msg = f"{name} must be a collection of vertex indices, got {vertices!r}"
-        raise AttnInputError(msg) from None
-    bad = [
-        v
-        for v in items
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < G.n
-    ]
-    if bad:
-        raise AttnInputError(f"{name} must hold vertex indices 0..{G.n - 1} of G, got {bad[:5]}")
-    return {int(v) for v in items}
-
-
-def is_dominator(G: ComputationGraph, D, V) -> bool:
-    """True if every path from an input of G to a vertex of V passes through D (HK81).
-
-    ``D`` and ``V`` are collections of vertex indices of G. Raises AttnInputError for anything
-    else.
-    """
-    G = check_graph(G)
-    D, V = _vertex_set(G, "D", D), _vertex_set(G, "V", V)
-    reach = set()  # vertices reachable from an input avoiding D
-    for v in range(G.n):
-        if v in D:
-            continue
-        if G.ops[v] == "input" or any(u in reach for u in G.preds[v]):
-            reach.add(v)
-    return not (reach & V)

@@ -1,28 +1,23 @@
 """Explicit pebble-game schedules of our own, to hold against the exact optimum.
 
-:func:`attnlib.iomodel.optimal.optimal_io` finds the least I/O over all schedules of a small
-graph; this module writes down *particular* schedules in the same move language
-(``("read", v)``, ``("write", v)``, ``("compute", v)``, ``("delete", v)``), so that both
-replay on the same machine (:func:`~attnlib.iomodel.optimal.replay_schedule`) and their counts
-compare word for word:
-
-* :func:`tiled_matmul_moves`: the square-tiled schedule of :func:`~attnlib.iomodel.matmul.
-  tiled_matmul` (SY24 Alg. 1's loop structure) played on :func:`~attnlib.iomodel.graphs.
-  matmul_graph` with chain sums. It reads and writes exactly the words ``tiled_matmul``
-  counts; the game has no in-place accumulate, so it needs two red pebbles more than the
-  machine's 3b² words (the new product and the new partial sum).
-* :func:`loop_order_moves`: any graph, vertices computed in the builder's loop order (the
-  vertex order), with Belady's eviction (drop the red pebble whose next use is furthest),
-  writing an evicted value only if it is used later and not yet in slow memory.
+They use the move language of :func:`~attnlib.iomodel.optimal_io` (``("read", v)``,
+``("write", v)``, ``("compute", v)``, ``("delete", v)``), so that ours and the optimum replay
+on the same machine (:func:`~attnlib.iomodel.replay_schedule`) and compare word for word:
+square tiling of a product (:func:`tiled_matmul_moves`), the builders' loop order with
+Belady's eviction (:func:`loop_order_moves`), and the choice between them
+(:func:`explicit_schedule`).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .._checks import AttnInputError, check_int
 from .graphs import ComputationGraph, check_graph, least_feasible_M, matmul_graph
-from .matmul import _blocks
+from .matmul import matmul_tile_size
+from .tiling import block_ranges
 
-__all__ = ["tiled_matmul_moves", "loop_order_moves"]
+__all__ = ["tiled_matmul_moves", "loop_order_moves", "ExplicitSchedule", "explicit_schedule"]
 
 
 def tiled_matmul_moves(m: int, k: int, p: int, tile: int):
@@ -46,10 +41,10 @@ def tiled_matmul_moves(m: int, k: int, p: int, tile: int):
     G = matmul_graph(m, k, p, tree="chain")
     idx = G.index
     moves: list[tuple[str, int]] = []
-    for I in _blocks(m, b):
-        for J in _blocks(p, b):
+    for I in block_ranges(m, b):
+        for J in block_ranges(p, b):
             partial: dict[tuple[int, int], int] = {}
-            for L in _blocks(k, b):
+            for L in block_ranges(k, b):
                 tiles = [idx(f"A({i},{l})") for i in range(*I) for l in range(*L)]
                 tiles += [idx(f"B({l},{j})") for l in range(*L) for j in range(*J)]
                 moves += [("read", v) for v in tiles]
@@ -135,3 +130,44 @@ def loop_order_moves(G: ComputationGraph, M: int) -> list[tuple[str, int]]:
                 moves.append(("delete", u))
                 red.discard(u)
     return moves
+
+
+class ExplicitSchedule(NamedTuple):
+    """One of our schedules of a graph: its ``name`` (``"tiled b=…"`` or ``"loop order"``),
+    its ``moves`` and, for the tiled one, the ``tile`` side b (None otherwise)."""
+
+    name: str
+    moves: list
+    tile: int | None
+
+
+def explicit_schedule(G: ComputationGraph, M: int, *, matmul_shape=None) -> ExplicitSchedule:
+    """Our schedule of G with M red pebbles: square tiling (:func:`tiled_matmul_moves`, with
+    the machine's tile for M − 2 words, :func:`~attnlib.iomodel.matmul_tile_size`) when G is
+    the chain-summed product ``matmul_graph(*matmul_shape)`` and M − 2 >= 3, otherwise the
+    loop-order schedule (:func:`loop_order_moves`).
+
+    ``matmul_shape`` is (m, k, p) when G is a product (summed as a chain or a balanced tree).
+
+    Raises AttnInputError if G is not a graph, M is below the least feasible value, or G is
+    not the product of the shape given.
+
+    Examples
+    --------
+    >>> schedule = explicit_schedule(matmul_graph(2, 2, 2), 14, matmul_shape=(2, 2, 2))
+    >>> schedule.name, schedule.tile, len(schedule.moves)
+    ('tiled b=2', 2, 44)
+    """
+    G = check_graph(G)
+    M = check_int("M", M, minimum=least_feasible_M(G))
+    if matmul_shape is not None:
+        if not isinstance(matmul_shape, tuple | list) or len(matmul_shape) != 3:
+            raise AttnInputError(f"matmul_shape must be (m, k, p), got {matmul_shape!r}")
+        shape = tuple(check_int(f"matmul_shape[{k}]", x) for k, x in enumerate(matmul_shape))
+        chain = matmul_graph(*shape, tree="chain")
+        if G != chain and G != matmul_graph(*shape, tree="balanced"):
+            raise AttnInputError(f"G must be matmul_graph{shape} when matmul_shape = {shape}")
+        if G == chain and M - 2 >= 3:
+            b = matmul_tile_size(M - 2)
+            return ExplicitSchedule(f"tiled b={b}", tiled_matmul_moves(*shape, b)[1], b)
+    return ExplicitSchedule("loop order", loop_order_moves(G, M), None)

@@ -1,27 +1,11 @@
 """Attention when the cache is small (M < d²): square tiling, with every word counted.
 
-When the fast memory cannot hold even a d×d tile, FlashAttention's row blocks shrink to a
-handful of rows and its I/O, Θ(n²d²/M), exceeds the cost of simply writing the n×n score
-matrix. The two algorithms here write it instead, and compute every product of the pass
-by **square b×b tiles**, so each is a sequence of tiled matrix products whose I/O is
-Θ(n²d/b) = Θ(n²d/√M), plus Θ(n²) for the score-shaped matrices that go to slow memory.
-Below M ≈ d² that is smaller by a factor ≈ d/√M (SY24 Thm 3.1 for the forward pass; for the
-backward pass LLS+24, whose abstract states it in words).
-
-* :func:`smallcache_forward` is SY24's Algorithm 1 (square tiling of S = QKᵀ, then of PV),
-  **with one change**: SY24 writes exp(S) and its row sums, which overflows for logits
-  above ≈ 709 in float64 (≈ 88 in float32). Ours writes the raw scores S, keeps an online
-  row maximum and row sum (FA1 Alg. 1's rescaling) while it does, and subtracts the
-  log-sum-exp in phase 2. The I/O is the same. SY24's unsafe variant is kept behind the
-  private flag ``_sy24_unsafe=True``, for the book to show the overflow.
-* :func:`smallcache_backward` is **our reconstruction** of a
-  small-cache backward pass consistent with the bound LLS+24 state; their algorithm's text
-  was not available to us. It materialises P and dS in slow memory and computes
-  dV = PᵀdO, dQ = τ·dS K and dK = τ·dSᵀQ by square tiles.
-
-Both have exact closed-form twins, :func:`smallcache_forward_count` and
-:func:`smallcache_backward_count`; the tests require simulated and closed-form counts to be
-equal (reads, writes and peak fast words) on a grid of shapes and cache sizes.
+When fast memory cannot hold a d×d tile, FlashAttention's I/O, Θ(n²d²/M), exceeds the cost of
+writing the n×n score-shaped matrices. The schedules here write them, and compute every
+product by square b×b tiles: Θ(n²d/√M) + Θ(n²) I/O (SY24 Thm 3.1 for the forward pass; for the
+backward pass, LLS+24's bound stated in words). :func:`smallcache_forward` is SY24's
+Algorithm 1 made overflow-safe; :func:`smallcache_backward` is our reconstruction. Each has an
+exact closed-form twin (``*_count``) that the tests require to equal the simulation.
 """
 
 from __future__ import annotations
@@ -33,12 +17,22 @@ import numpy as np
 from .._checks import (
     AttnInputError,
     check_backward_inputs,
+    check_bool,
     check_int,
     check_qkv,
     check_scale,
     float_dtype,
 )
-from .machine import IOCount, TwoLevelMemory
+from .machine import IOCount
+from .tiling import (
+    block_ranges,
+    ceil_div,
+    check_dims,
+    finish_run,
+    span,
+    start_run,
+    tiled_product,
+)
 
 __all__ = [
     "smallcache_forward",
@@ -79,34 +73,23 @@ def _tile_for(M, tiles: int, vectors: int, who: str) -> int:
 
 
 def smallcache_forward_tile(M: int) -> int:
-    """Tile side b of :func:`smallcache_forward`: the largest b with 3b² + 2b <= M (M >= 5)."""
+    """Tile side b of :func:`smallcache_forward`: the largest b with 3b² + 2b <= M.
+
+    Raises AttnInputError for M below 5."""
     return _tile_for(M, _FORWARD_TILES, _FORWARD_VECTORS, "smallcache_forward")
 
 
 def smallcache_backward_tile(M: int) -> int:
-    """Tile side b of :func:`smallcache_backward`: the largest b with 4b² + 2b <= M (M >= 6)."""
+    """Tile side b of :func:`smallcache_backward`: the largest b with 4b² + 2b <= M.
+
+    Raises AttnInputError for M below 6."""
     return _tile_for(M, _BACKWARD_TILES, _BACKWARD_VECTORS, "smallcache_backward")
-
-
-def _blocks(extent: int, size: int):
-    """Half-open (start, stop) ranges of at most ``size`` covering range(extent)."""
-    return [(s, min(s + size, extent)) for s in range(0, extent, size)]
-
-
-def _ntiles(extent: int, b: int) -> int:
-    return -(-extent // b)
-
-
-def _span(r) -> int:
-    return r[1] - r[0]
 
 
 # ---- forward: SY24 Algorithm 1, made safe -------------------------------------------------
 
 
-def smallcache_forward(
-    Q, K, V, *, M: int, scale=None, record: bool = False, _sy24_unsafe: bool = False
-):
+def smallcache_forward(Q, K, V, *, M: int, scale=None, record: bool = False, unshifted=False):
     """Attention forward by square tiles (SY24 Alg. 1, with the log-sum-exp subtracted).
 
     Tile rule: b is the largest integer with **3b² + 2b <= M**, the capacity inequality of
@@ -120,9 +103,10 @@ def smallcache_forward(
     Then write lse_I = m_I + log l_I.
     Phase 2, for each tile (I, C) of O: O_IC = Σ_J exp(S_IJ − lse_I) V[J, C], written once.
 
-    SY24 instead write exp(S_IJ) and the row sums, and divide in phase 2: the same I/O,
-    but exp overflows once a logit passes ≈ 709 (float64). ``_sy24_unsafe=True`` runs that
-    version (private: it exists to show the overflow; it returns lse = log of the sums).
+    ``unshifted=True`` runs SY24's Algorithm 1 as printed, kept for the book to show its
+    overflow: it writes exp(S_IJ) and the row sums and divides in phase 2, the same I/O, but
+    exp overflows once a logit passes ≈ 709 in float64 (≈ 88 in float32) and the output
+    turns NaN; its lse is the log of the row sums.
 
     Parameters
     ----------
@@ -130,52 +114,62 @@ def smallcache_forward(
     M : fast memory in words, >= 5
     scale : τ > 0, default 1/√d
     record : keep the machine's operation log; if True the machine is returned too
+    unshifted : run SY24's unshifted exponentials (see above) instead of ours
 
     Returns
     -------
     (O, lse, IOCount), or (O, lse, IOCount, machine) with ``record=True``.
     O is (n, d_v) and lse (n,), as :func:`attnlib.attention_forward`. The count equals
     :func:`smallcache_forward_count` exactly: reads ≈ 4n²d/b, writes ≈ n² (square case).
+
+    Raises
+    ------
+    AttnInputError for invalid arrays, scale, M below 5, or ``unshifted`` not a bool.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Q = K = V = np.ones((4, 2))
+    >>> O, lse, count = smallcache_forward(Q, K, V, M=16)
+    >>> count, np.allclose(O, 1.0)
+    (IOCount(reads=68, writes=28, total=96, peak_fast=16), True)
     """
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
     m, dv = V.shape
     tau = check_scale(scale, d)
     b = smallcache_forward_tile(M)
+    unshifted = check_bool("unshifted", unshifted)
     dtype = float_dtype(Q, K, V)
-    mem = TwoLevelMemory(M, record=record)
-    mem.put("Q", Q.astype(dtype, copy=False))
-    mem.put("K", K.astype(dtype, copy=False))
-    mem.put("V", V.astype(dtype, copy=False))
-    mem.zeros("S", (n, m), dtype=dtype)  # scores (ours) or exp(scores) (SY24's)
-    mem.zeros("lse", (n,), dtype=dtype)
-    mem.zeros("O", (n, dv), dtype=dtype)
-    rows, keys, dcols, vcols = _blocks(n, b), _blocks(m, b), _blocks(d, b), _blocks(dv, b)
+    # S holds the scores (ours) or their exponentials (SY24's, unshifted)
+    outputs = {"S": (n, m), "lse": (n,), "O": (n, dv)}
+    mem = start_run(M, record, dtype, {"Q": Q, "K": K, "V": V}, outputs)
+    rows, keys = block_ranges(n, b), block_ranges(m, b)
+    dcols, vcols = block_ranges(d, b), block_ranges(dv, b)
 
     # Phase 1: the score matrix, tile by tile, with each row's max and sum kept on the fly.
     for I in rows:
-        row_max = mem.alloc(_span(I), dtype=dtype, fill=-np.inf)
-        row_sum = mem.alloc(_span(I), dtype=dtype)
+        row_max = mem.alloc(span(I), dtype=dtype, fill=-np.inf)
+        row_sum = mem.alloc(span(I), dtype=dtype)
         for J in keys:
-            S = mem.alloc((_span(I), _span(J)), dtype=dtype)
+            S = mem.alloc((span(I), span(J)), dtype=dtype)
             for L in dcols:
                 q, k = mem.load("Q", I, L), mem.load("K", J, L)
                 S += q @ k.T
                 mem.free(q, k)
             S *= tau
-            if _sy24_unsafe:  # SY24: exp of the raw score, no shift (overflows for S > 709)
+            if unshifted:  # SY24: exp of the raw score, no shift (overflows for S > 709)
                 with np.errstate(over="ignore"):
                     S[:] = np.exp(S)
                 row_sum += S.sum(axis=1)
             else:  # ours: online max and rescaled sum (FA1 Alg. 1, lines 10-12)
                 new_max = np.maximum(row_max, S.max(axis=1))
-                row_sum[:] = row_sum * np.exp(row_max - new_max) + np.exp(S - new_max[:, None]).sum(
-                    axis=1
-                )
+                rescaled = row_sum * np.exp(row_max - new_max)
+                row_sum[:] = rescaled + np.exp(S - new_max[:, None]).sum(axis=1)
                 row_max[:] = new_max
             mem.store("S", I, J, S)
             mem.free(S)
-        lse_I = np.log(row_sum) if _sy24_unsafe else row_max + np.log(row_sum)
+        lse_I = np.log(row_sum) if unshifted else row_max + np.log(row_sum)
         mem.store("lse", I, None, lse_I)
         mem.free(row_max, row_sum)
 
@@ -183,10 +177,10 @@ def smallcache_forward(
     for I in rows:
         for C in vcols:
             lse = mem.load("lse", I)
-            O = mem.alloc((_span(I), _span(C)), dtype=dtype)
+            O = mem.alloc((span(I), span(C)), dtype=dtype)
             for J in keys:
                 s, v = mem.load("S", I, J), mem.load("V", J, C)
-                if _sy24_unsafe:  # exp(S) / rowsum: inf/inf = NaN once a logit overflowed
+                if unshifted:  # exp(S) / rowsum: inf/inf = NaN once a logit overflowed
                     with np.errstate(invalid="ignore"):
                         O += (s / np.exp(lse)[:, None]) @ v
                 else:
@@ -194,10 +188,7 @@ def smallcache_forward(
                 mem.free(s, v)
             mem.store("O", I, C, O)
             mem.free(lse, O)
-
-    count = mem.finish()
-    out = (mem.get("O"), mem.get("lse"), count)
-    return (*out, mem) if record else out
+    return finish_run(mem, ("O", "lse"), record)
 
 
 def smallcache_forward_count(
@@ -216,12 +207,16 @@ def smallcache_forward_count(
                      b_n + b_n·b_dv + b_n·b_m + b_m·b_dv)   phase 2
 
     In the square case (m = n, d_v = d) reads ≈ 4n²d/b + n², i.e. ≈ 4√3·n²d/√M.
+    Raises AttnInputError for sizes below 1 or M below 5.
+
+    Examples
+    --------
+    >>> smallcache_forward_count(1024, 64, 1024)
+    IOCount(reads=15405056, writes=1115136, total=16520192, peak_fast=1008)
     """
-    n, d = check_int("n", n), check_int("d", d)
-    m = n if m is None else check_int("m", m)
-    dv = d if d_v is None else check_int("d_v", d_v)
+    n, d, M, m, dv = check_dims(n, d, M, m, d_v)
     b = smallcache_forward_tile(M)
-    Tn, Tm, Tv = _ntiles(n, b), _ntiles(m, b), _ntiles(dv, b)
+    Tn, Tm, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(dv, b)
     bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
     reads = d * (n * Tm + m * Tn) + n * m * Tv + m * dv * Tn + n * Tv
     writes = n * m + n + n * dv
@@ -267,6 +262,8 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     (dQ, dK, dV, IOCount), or with ``record=True`` also the machine. The gradients equal
     :func:`attnlib.attention_backward`'s; the count equals :func:`smallcache_backward_count`
     exactly: reads ≈ 10n²d/b, writes ≈ 2n² (square case).
+
+    Raises AttnInputError for invalid arrays (lse with -inf included), scale, or M below 6.
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse, allow_masked_rows=False)
     n, d = Q.shape
@@ -274,32 +271,29 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     tau = check_scale(scale, d)
     b = smallcache_backward_tile(M)
     dtype = float_dtype(Q, K, V, O, dO, lse)
-    mem = TwoLevelMemory(M, record=record)
-    for name, arr in (("Q", Q), ("K", K), ("V", V), ("O", O), ("dO", dO), ("lse", lse)):
-        mem.put(name, arr.astype(dtype, copy=False))
-    mem.zeros("P", (n, m), dtype=dtype)
-    mem.zeros("dS", (n, m), dtype=dtype)
-    for name, shape in (("dQ", (n, d)), ("dK", (m, d)), ("dV", (m, dv))):
-        mem.zeros(name, shape, dtype=dtype)
-    rows, keys, dcols, vcols = _blocks(n, b), _blocks(m, b), _blocks(d, b), _blocks(dv, b)
+    inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
+    outputs = {"P": (n, m), "dS": (n, m), "dQ": (n, d), "dK": (m, d), "dV": (m, dv)}
+    mem = start_run(M, record, dtype, inputs, outputs)
+    rows, keys = block_ranges(n, b), block_ranges(m, b)
+    dcols, vcols = block_ranges(d, b), block_ranges(dv, b)
 
     # Phase 1: P and dS, tile by tile, both score-shaped products fused per tile (I, J).
     for I in rows:
         lse_I = mem.load("lse", I)
-        D_I = mem.alloc(_span(I), dtype=dtype)
+        D_I = mem.alloc(span(I), dtype=dtype)
         for C in vcols:  # D_I = rowsum(dO_I ∘ O_I)
             o, do = mem.load("O", I, C), mem.load("dO", I, C)
             D_I += np.einsum("ij,ij->i", do, o)
             mem.free(o, do)
         for J in keys:
-            P = mem.alloc((_span(I), _span(J)), dtype=dtype)
+            P = mem.alloc((span(I), span(J)), dtype=dtype)
             for L in dcols:  # S_IJ = Q_I K_Jᵀ
                 q, k = mem.load("Q", I, L), mem.load("K", J, L)
                 P += q @ k.T
                 mem.free(q, k)
             P[:] = np.exp(tau * P - lse_I[:, None])  # P_IJ, in place of S_IJ
             mem.store("P", I, J, P)
-            dS = mem.alloc((_span(I), _span(J)), dtype=dtype)
+            dS = mem.alloc((span(I), span(J)), dtype=dtype)
             for C in vcols:  # dP_IJ = dO_I V_Jᵀ
                 do, v = mem.load("dO", I, C), mem.load("V", J, C)
                 dS += do @ v.T
@@ -310,28 +304,10 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
         mem.free(lse_I, D_I)
 
     # Phases 2-4: three square-tiled products over the key/query index.
-    def product(out, left, right, out_rows, out_cols, inner, *, transpose_left, factor):
-        for R in out_rows:
-            for C in out_cols:
-                acc = mem.alloc((_span(R), _span(C)), dtype=dtype)
-                for L in inner:
-                    if transpose_left:  # left tile is left[L, R]: rows over the inner index
-                        a, c = mem.load(left, L, R), mem.load(right, L, C)
-                        acc += a.T @ c
-                    else:
-                        a, c = mem.load(left, R, L), mem.load(right, L, C)
-                        acc += a @ c
-                    mem.free(a, c)
-                mem.store(out, R, C, acc * factor if factor != 1.0 else acc)
-                mem.free(acc)
-
-    product("dV", "P", "dO", keys, vcols, rows, transpose_left=True, factor=1.0)
-    product("dQ", "dS", "K", rows, dcols, keys, transpose_left=False, factor=tau)
-    product("dK", "dS", "Q", keys, dcols, rows, transpose_left=True, factor=tau)
-
-    count = mem.finish()
-    out = (mem.get("dQ"), mem.get("dK"), mem.get("dV"), count)
-    return (*out, mem) if record else out
+    tiled_product(mem, "dV", "P", "dO", keys, vcols, rows, dtype, transposed=True)
+    tiled_product(mem, "dQ", "dS", "K", rows, dcols, keys, dtype, factor=tau)
+    tiled_product(mem, "dK", "dS", "Q", keys, dcols, rows, dtype, transposed=True, factor=tau)
+    return finish_run(mem, ("dQ", "dK", "dV"), record)
 
 
 def smallcache_backward_count(
@@ -354,12 +330,16 @@ def smallcache_backward_count(
                  for each product.
 
     In the square case reads ≈ 10n²d/b and writes ≈ 2n², i.e. total ≈ 20n²d/√M + 2n².
+    Raises AttnInputError for sizes below 1 or M below 6.
+
+    Examples
+    --------
+    >>> smallcache_backward_tile(1024), smallcache_backward_count(1024, 64, 1024).total
+    (15, 49808384)
     """
-    n, d = check_int("n", n), check_int("d", d)
-    m = n if m is None else check_int("m", m)
-    dv = d if d_v is None else check_int("d_v", d_v)
+    n, d, M, m, dv = check_dims(n, d, M, m, d_v)
     b = smallcache_backward_tile(M)
-    Tn, Tm, Td, Tv = _ntiles(n, b), _ntiles(m, b), _ntiles(d, b), _ntiles(dv, b)
+    Tn, Tm, Td, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(d, b), ceil_div(dv, b)
     bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
     reads = (
         n

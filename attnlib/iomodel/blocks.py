@@ -1,0 +1,246 @@
+"""FlashAttention's block sizes: the working sets, the rule that makes a pass fit in M words,
+and the block masks of block-sparse attention.
+
+A pass with query blocks of B_r rows and key blocks of B_c rows holds W_f(B_r, B_c) words
+(forward) or W_b(B_r, B_c) words (backward) in its inner step. :func:`W_f` and :func:`W_b`
+are the formulas (plain arithmetic, numpy arrays accepted); the public functions validate
+their arguments and apply them. A block mask is a boolean (T_r, T_c) grid over a pass's query
+blocks × key blocks, T_r = ⌈n/B_r⌉ and T_c = ⌈m/B_c⌉.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._checks import AttnInputError, check_int, check_memory
+from .tiling import block_sizes, ceil_div, check_blocks
+
+__all__ = [
+    "flash_forward_working_set",
+    "flash_backward_working_set",
+    "flash_forward_min_M",
+    "flash_backward_min_M",
+    "flash_forward_blocks",
+    "flash_backward_blocks",
+    "fa1_blocks",
+    "flash_block_mask",
+    "expand_block_mask",
+]
+
+
+# ---- the formulas ----------------------------------------------------------------------------
+
+
+def W_f(B_r, B_c, d, d_v):
+    """Fast words of the forward pass's inner step: Q_i and the output accumulator, the
+    running max and sum, K_j and V_j, the score block: B_r(D + 2) + B_c·D + B_r·B_c with
+    D = d + d_v. Plain arithmetic: any argument may be a numpy array."""
+    D = d + d_v
+    return B_r * (D + 2) + B_c * D + B_r * B_c
+
+
+def W_b(B_r, B_c, d, d_v):
+    """Fast words of the backward pass's inner step: K_j, V_j, dK_j, dV_j; Q_i, dO_i, dQ_i,
+    lse_i, D_i; the P and dS blocks: 2·B_c·D + B_r(D + d + 2) + 2·B_r·B_c with D = d + d_v.
+    Plain arithmetic: any argument may be a numpy array."""
+    D = d + d_v
+    return 2 * B_c * D + B_r * (D + d + 2) + 2 * B_r * B_c
+
+
+def d_pass_rows(B_r: int, M: int, d_v: int) -> int:
+    """Row block of the pass D = rowsum(dO∘O): B_r rows, fewer if 2·B_r·d_v would exceed M."""
+    return max(1, min(B_r, M // (2 * d_v)))
+
+
+def _sizes(B_r, B_c, d, d_v):
+    B_r, B_c, d = check_int("B_r", B_r), check_int("B_c", B_c), check_int("d", d)
+    return B_r, B_c, d, d if d_v is None else check_int("d_v", d_v)
+
+
+# ---- working sets and the least M ------------------------------------------------------------
+
+
+def flash_forward_working_set(B_r: int, B_c: int, d: int, d_v: int | None = None) -> int:
+    """Fast words live in :func:`~attnlib.iomodel.flash_forward`'s inner step with blocks
+    (B_r, B_c): W_f = B_r·(d + d_v + 2) + B_c·(d + d_v) + B_r·B_c (d_v defaults to d).
+
+    Raises AttnInputError for an argument that is not an integer >= 1.
+    """
+    return W_f(*_sizes(B_r, B_c, d, d_v))
+
+
+def flash_backward_working_set(B_r: int, B_c: int, d: int, d_v: int | None = None) -> int:
+    """Fast words live in :func:`~attnlib.iomodel.flash_backward`'s inner step with blocks
+    (B_r, B_c): W_b = 2·B_c·(d + d_v) + B_r·(2d + d_v + 2) + 2·B_r·B_c (d_v defaults to d).
+
+    Raises AttnInputError for an argument that is not an integer >= 1.
+    """
+    return W_b(*_sizes(B_r, B_c, d, d_v))
+
+
+def flash_forward_min_M(d: int, *, d_v: int | None = None) -> int:
+    """The least M in which :func:`~attnlib.iomodel.flash_forward` runs:
+    W_f(1, 1) = 2(d + d_v) + 3. Raises AttnInputError for d or d_v below 1."""
+    return W_f(*_sizes(1, 1, d, d_v))
+
+
+def flash_backward_min_M(d: int, *, d_v: int | None = None) -> int:
+    """The least M in which :func:`~attnlib.iomodel.flash_backward` runs:
+    W_b(1, 1) = 3(d + d_v) + d + 4. Raises AttnInputError for d or d_v below 1."""
+    return W_b(*_sizes(1, 1, d, d_v))
+
+
+def _rule_args(d, M, d_v, W, who: str, formula: str):
+    """d, M, d_v validated, and M checked against the working set of 1×1 blocks."""
+    _, _, d, d_v = _sizes(1, 1, d, d_v)
+    M = check_int("M", M)
+    need = W(1, 1, d, d_v)
+    if M < need:
+        raise AttnInputError(
+            f"M must be at least {need} words for {who} with d={d}, d_v={d_v} "
+            f"(the working set of 1×1 blocks, {formula}), got M={M}"
+        )
+    return d, M, d_v
+
+
+# ---- the block rule --------------------------------------------------------------------------
+
+
+def flash_forward_blocks(d: int, M: int, *, d_v: int | None = None) -> tuple[int, int]:
+    """Our block sizes (B_r, B_c) for the forward pass: B_c = min(B_r, d) and B_r is the
+    **largest** integer with W_f(B_r, B_c) <= M, so the schedule provably fits in M words.
+
+    In closed form, with D = d + d_v: if M >= W_f(d, d), then
+    B_r = ⌊(M − dD) / (D + d + 2)⌋ (>= d); otherwise B_c = B_r < d and
+    B_r = isqrt(M + (D+1)²) − (D+1), the largest r with r² + 2r(D+1) <= M. The forward's I/O
+    depends on B_r only, so the outer block is made large and the inner one kept at most d.
+
+    Raises AttnInputError if M < :func:`flash_forward_min_M`, or for d, M or d_v below 1.
+
+    Examples
+    --------
+    >>> flash_forward_blocks(64, 65536)
+    (295, 64)
+    """
+    d, M, d_v = _rule_args(d, M, d_v, W_f, "flash_forward", "2(d + d_v) + 3")
+    D = d + d_v
+    if M >= W_f(d, d, d, d_v):
+        r = (M - d * D) // (D + d + 2)
+    else:
+        r = math.isqrt(M + (D + 1) ** 2) - (D + 1)
+    return r, min(r, d)
+
+
+def flash_backward_blocks(d: int, M: int, *, d_v: int | None = None) -> tuple[int, int]:
+    """Our block sizes (B_r, B_c) for the backward pass: B_r = min(B_c, d) and B_c is the
+    **largest** integer with W_b(B_r, B_c) <= M, so the schedule provably fits in M words.
+
+    In closed form, with D = d + d_v: if M >= W_b(d, d), then
+    B_c = ⌊(M − d(D + d + 2)) / (2D + 2d)⌋ (>= d); otherwise B_r = B_c < d and, with
+    a = 3D + d + 2, B_c = ⌊(isqrt(8M + a²) − a) / 4⌋, the largest c with 2c² + ac <= M. The
+    backward's I/O depends on B_c only, so the outer (key) block is made large.
+
+    Raises AttnInputError if M < :func:`flash_backward_min_M`, or for d, M or d_v below 1.
+
+    Examples
+    --------
+    >>> flash_backward_blocks(64, 65536), flash_backward_blocks(64, 4096)
+    ((64, 138), (8, 8))
+    """
+    d, M, d_v = _rule_args(d, M, d_v, W_b, "flash_backward", "3(d + d_v) + d + 4")
+    D = d + d_v
+    if M >= W_b(d, d, d, d_v):
+        c = (M - d * (D + d + 2)) // (2 * D + 2 * d)
+    else:
+        a = 3 * D + d + 2
+        c = (math.isqrt(8 * M + a * a) - a) // 4
+    return min(c, d), c
+
+
+def fa1_blocks(d: int, M: int) -> tuple[int, int]:
+    """FlashAttention-1's block sizes (FA1 Alg. 1 line 1): B_c = ⌈M/4d⌉, B_r = min(B_c, d),
+    returned as (B_r, B_c).
+
+    They are Θ-correct but do not fit a cache of exactly M words on a strict machine: in the
+    backward pass K_j, V_j, dK_j and dV_j alone take 4·B_c·d >= M words. Raises
+    AttnInputError for d or M below 1.
+    """
+    d, M = check_int("d", d), check_int("M", M)
+    c = ceil_div(M, 4 * d)
+    return min(c, d), c
+
+
+# ---- block masks -----------------------------------------------------------------------------
+
+
+def _as_bool_array(name: str, value) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise AttnInputError(f"{name} must be a boolean array ({exc})") from exc
+
+
+def flash_block_mask(mask, blocks) -> np.ndarray:
+    """The (T_r, T_c) block pattern of an element mask: block (i, j) is True iff it keeps at
+    least one entry. ``mask`` is boolean (n, m); ``blocks`` is (B_r, B_c) of the pass (from
+    :func:`flash_forward_blocks` or :func:`flash_backward_blocks`).
+
+    Raises AttnInputError for a mask that is not a non-empty 2-D boolean array, or bad blocks.
+    """
+    arr = _as_bool_array("mask", mask)
+    if arr.dtype != np.bool_ or arr.ndim != 2 or arr.size == 0:
+        raise AttnInputError(
+            f"mask must be a non-empty 2-dimensional boolean array, got {arr.dtype} {arr.shape}"
+        )
+    B_r, B_c = check_blocks(blocks)
+    n, m = arr.shape
+    rows = np.add.reduceat(arr, np.arange(0, n, B_r), axis=0)
+    return np.add.reduceat(rows, np.arange(0, m, B_c), axis=1) > 0
+
+
+def check_block_mask(block_mask, n: int, m: int, B_r: int, B_c: int) -> np.ndarray | None:
+    """Validate a (T_r, T_c) boolean block mask for blocks (B_r, B_c) of an n × m score
+    matrix; None passes through. Raises AttnInputError for a wrong dtype or shape."""
+    if block_mask is None:
+        return None
+    arr = _as_bool_array("block_mask", block_mask)
+    shape = (ceil_div(n, B_r), ceil_div(m, B_c))
+    if arr.dtype != np.bool_:
+        raise AttnInputError(f"block_mask must have a boolean dtype, got dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise AttnInputError(
+            f"block_mask must have shape (T_r, T_c) = {shape} (⌈n/B_r⌉, ⌈m/B_c⌉ with blocks "
+            f"(B_r, B_c) = ({B_r}, {B_c})), got {arr.shape}"
+        )
+    return arr
+
+
+def expand_block_mask(block_mask, n: int, m: int, blocks) -> np.ndarray:
+    """The (n, m) element mask of a (T_r, T_c) block mask: every entry of block (i, j) takes
+    the block's value. Use it to compare a block-sparse run with exact attention.
+
+    Raises AttnInputError for sizes below 1, bad blocks, a block mask of the wrong dtype or
+    shape, or a mask too large for memory.
+    """
+    n, m = check_int("n", n), check_int("m", m)
+    B_r, B_c = check_blocks(blocks)
+    if block_mask is None:
+        raise AttnInputError("block_mask must be a boolean (T_r, T_c) array, got None")
+    bm = check_block_mask(block_mask, n, m, B_r, B_c)
+    # the result is n×m booleans, plus the n×T_c array repeated along the rows first
+    check_memory("expand_block_mask's (n, m) mask", n * m + n * bm.shape[1], culprits="n or m")
+    return np.repeat(np.repeat(bm, block_sizes(n, B_r), axis=0), block_sizes(m, B_c), axis=1)
+
+
+def visited_blocks(mask, block_mask, n: int, m: int, B_r: int, B_c: int) -> np.ndarray:
+    """The (T_r, T_c) grid of blocks a pass visits: ``block_mask`` (default: all) and, with an
+    element ``mask`` (already validated), only blocks that keep at least one entry. Raises
+    AttnInputError for a bad block mask."""
+    bm = check_block_mask(block_mask, n, m, B_r, B_c)
+    if bm is None:
+        bm = np.ones((ceil_div(n, B_r), ceil_div(m, B_c)), dtype=bool)
+    if mask is not None:
+        bm = bm & flash_block_mask(mask, (B_r, B_c))
+    return bm

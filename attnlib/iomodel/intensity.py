@@ -1,0 +1,83 @@
+"""Arithmetic intensity: flops per word moved, from the exact counts of the schedules.
+
+A pass's intensity is its matrix-multiply flops (:func:`attention_flops`) over the words its
+FlashAttention-2 schedule moves. Prefill (n = m queries at once) reuses each loaded K, V row
+for B_r queries; a decoding step (n = 1) for one, so its intensity stays near 2 at every M.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .._checks import check_bool, check_choice, check_int
+from .causal import causal_score_count, flash_backward_causal_count, flash_forward_causal_count
+from .flash import flash_backward_count, flash_forward_count
+from .tiling import check_dims
+
+__all__ = ["attention_flops", "arithmetic_intensity", "Intensity", "prefill_decode_intensity"]
+
+
+def attention_flops(n: int, d: int, *, m=None, d_v=None, which: str = "forward", kept=None) -> int:
+    """Matrix-multiply flops of one attention head (2 per multiply-add; the softmax's O(n·m)
+    exponentials are left out, as in FA2's benchmark flop count).
+
+    forward: S = QKᵀ and O = PV, 2·z·(d + d_v); backward: S recomputed, dV, dP, dQ, dK,
+    2·z·(3d + 2d_v); z is the number of computed scores, n·m by default or ``kept`` (e.g.
+    :func:`causal_score_count` for the useful flops of causal attention). Raises
+    AttnInputError for arguments below 1 or an unknown ``which``.
+    """
+    n, d = check_int("n", n), check_int("d", d)
+    m = n if m is None else check_int("m", m)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    which = check_choice("which", which, ("forward", "backward"))
+    z = n * m if kept is None else check_int("kept", kept, maximum=n * m)
+    return 2 * z * (d + d_v) if which == "forward" else 2 * z * (3 * d + 2 * d_v)
+
+
+def arithmetic_intensity(
+    n: int, d: int, M: int, *, m=None, d_v=None, which: str = "forward", causal=False
+) -> float:
+    """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
+    :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count`,
+    :func:`flash_backward_count`, or their causal twins with the useful flops of the
+    :func:`causal_score_count` kept scores when ``causal``). Roughly 2·B_r for the forward
+    when n >> B_r: the number of query rows sharing each loaded K, V row. Raises
+    AttnInputError for arguments below 1 or an unknown ``which``."""
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
+    which = check_choice("which", which, ("forward", "backward"))
+    if check_bool("causal", causal):
+        kept = causal_score_count(n, m)
+        count = flash_forward_causal_count if which == "forward" else flash_backward_causal_count
+    else:
+        kept = None
+        count = flash_forward_count if which == "forward" else flash_backward_count
+    flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
+    return flops / count(n, d, M, m=m, d_v=d_v).total
+
+
+class Intensity(NamedTuple):
+    """Arithmetic intensity (flops per word) of prefill (n = m) and of one decoding step
+    (n = 1) against the same m keys, forward pass, one head."""
+
+    prefill: float
+    decode: float
+
+
+def prefill_decode_intensity(m: int, d: int, M: int, *, d_v: int | None = None) -> Intensity:
+    """Prefill (all m queries at once, n = m) against decode (n = 1) intensity, from the exact
+    counts of :func:`flash_forward_count` and the flops of :func:`attention_flops`. Decode
+    stays near 2 flops per word for every M (each loaded K/V word meets one query); prefill
+    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1.
+
+    Examples
+    --------
+    >>> intensity = prefill_decode_intensity(4096, 64, 65536)
+    >>> round(intensity.prefill), round(intensity.decode, 2)
+    (546, 2.0)
+    """
+    m, d, M = check_int("m", m), check_int("d", d), check_int("M", M)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    return Intensity(
+        arithmetic_intensity(m, d, M, m=m, d_v=d_v),
+        arithmetic_intensity(1, d, M, m=m, d_v=d_v),
+    )

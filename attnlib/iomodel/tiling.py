@@ -1,0 +1,156 @@
+"""The bookkeeping every schedule on the two-level machine shares.
+
+Index ranges of blocks and tiles, ceiling division, the argument set (n, d, M, m, d_v) of a
+closed-form count, a pair of block sizes given or chosen by a rule, and the start and end of a
+run: inputs placed and outputs zeroed in slow memory, then the results read back with the
+count. The schedules in :mod:`.flash`, :mod:`.standard`, :mod:`.smallcache`, :mod:`.matmul`,
+:mod:`.causal` and :mod:`.gqa` are written with these, so that each reads as its loop nest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import AttnInputError, check_int
+from .machine import TwoLevelMemory
+
+__all__ = [
+    "ceil_div",
+    "block_ranges",
+    "block_sizes",
+    "span",
+    "check_dims",
+    "check_blocks",
+    "resolve_blocks",
+    "count_args",
+    "start_run",
+    "tiled_product",
+    "finish_run",
+]
+
+
+def ceil_div(a, b):
+    """⌈a/b⌉ for positive integers (or integer arrays) a and b, in exact integer arithmetic.
+
+    Examples
+    --------
+    >>> ceil_div(10, 4), ceil_div(8, 4)
+    (3, 2)
+    """
+    return -(-a // b)
+
+
+def block_ranges(stop: int, size: int, start: int = 0) -> list[tuple[int, int]]:
+    """The half-open ranges ``(s, t)`` of at most ``size`` indices that cover
+    ``range(start, stop)`` in order; the last one may be short.
+
+    Examples
+    --------
+    >>> block_ranges(10, 4)
+    [(0, 4), (4, 8), (8, 10)]
+    >>> block_ranges(9, 2, start=6)
+    [(6, 8), (8, 9)]
+    """
+    return [(s, min(s + size, stop)) for s in range(start, stop, size)]
+
+
+def block_sizes(extent: int, size: int) -> np.ndarray:
+    """The lengths of :func:`block_ranges` ``(extent, size)``, as an int64 array.
+
+    Examples
+    --------
+    >>> block_sizes(10, 4).tolist()
+    [4, 4, 2]
+    """
+    t = ceil_div(extent, size)
+    sizes = np.full(t, size, dtype=np.int64)
+    sizes[-1] = extent - size * (t - 1)
+    return sizes
+
+
+def span(r: tuple[int, int]) -> int:
+    """The number of indices of a range ``(start, stop)``."""
+    return r[1] - r[0]
+
+
+def check_dims(n, d, M, m=None, d_v=None) -> tuple[int, int, int, int, int]:
+    """Validate the sizes of a closed-form count: n, d, M and, defaulting to n and d, m and d_v.
+
+    Returns ``(n, d, M, m, d_v)`` as ints. Raises AttnInputError naming the first argument
+    that is not an integer >= 1.
+    """
+    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
+    m = n if m is None else check_int("m", m)
+    d_v = d if d_v is None else check_int("d_v", d_v)
+    return n, d, M, m, d_v
+
+
+def check_blocks(blocks) -> tuple[int, int]:
+    """Validate a pair ``(B_r, B_c)`` of block sizes (a tuple or list of two positive ints).
+
+    Raises AttnInputError if ``blocks`` is not such a pair.
+    """
+    if not isinstance(blocks, tuple | list) or len(blocks) != 2:
+        raise AttnInputError(f"blocks must be a pair (B_r, B_c) of positive ints, got {blocks!r}")
+    return check_int("blocks[0] (B_r)", blocks[0]), check_int("blocks[1] (B_c)", blocks[1])
+
+
+def resolve_blocks(blocks, rule, d: int, M: int, d_v: int) -> tuple[int, int]:
+    """The block sizes of a run: ``blocks`` as given (validated by :func:`check_blocks`), or
+    ``rule(d, M, d_v=d_v)`` when it is None. Raises AttnInputError for a bad pair or an M
+    the rule refuses."""
+    return rule(d, M, d_v=d_v) if blocks is None else check_blocks(blocks)
+
+
+def count_args(n, d, M, m, d_v, blocks, rule) -> tuple[int, int, int, int, int, int, int]:
+    """The arguments of a blocked closed-form count: :func:`check_dims` and then the blocks of
+    :func:`resolve_blocks`, as ``(n, d, M, m, d_v, B_r, B_c)``. Raises AttnInputError for an
+    invalid size, a bad pair of blocks or an M the rule refuses."""
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
+    return (n, d, M, m, d_v, *resolve_blocks(blocks, rule, d, M, d_v))
+
+
+def start_run(M: int, record: bool, dtype, inputs: dict, outputs: dict) -> TwoLevelMemory:
+    """A :class:`TwoLevelMemory` of M words with ``inputs`` ({name: array}, converted to
+    ``dtype``) placed and ``outputs`` ({name: shape}) zero-filled in slow memory; neither is
+    I/O. Raises AttnInputError for an invalid M or array (see the machine)."""
+    mem = TwoLevelMemory(M, record=record)
+    for name, array in inputs.items():
+        mem.put(name, np.asarray(array).astype(dtype, copy=False))
+    for name, shape in outputs.items():
+        mem.zeros(name, shape, dtype=dtype)
+    return mem
+
+
+def tiled_product(
+    mem, out, left, right, rows, cols, inner, dtype, *, transposed=False, factor=None
+):
+    """out[R, C] = factor · Σ_L left[R, L] · right[L, C] by blocks, for each R of ``rows`` and
+    C of ``cols``: an accumulator of R × C held in fast memory while the blocks of the two
+    factors stream past it along ``inner`` (one of each live at a time), then stored once.
+
+    ``out``, ``left`` and ``right`` name slow arrays; with ``transposed`` the left factor is
+    stored transposed, so its block is ``left[L, R]``. ``factor`` None stores the sum as it is.
+    Raises :class:`CapacityError` if an accumulator and two blocks do not fit.
+    """
+    for R in rows:
+        for C in cols:
+            acc = mem.alloc((span(R), span(C)), dtype=dtype)
+            for L in inner:
+                a = mem.load(left, L, R) if transposed else mem.load(left, R, L)
+                b = mem.load(right, L, C)
+                acc += (a.T if transposed else a) @ b
+                mem.free(a, b)
+            mem.store(out, R, C, acc if factor is None else factor * acc)
+            mem.free(acc)
+
+
+def finish_run(mem: TwoLevelMemory, names, record: bool) -> tuple:
+    """End a run: check that every fast block was freed (:meth:`TwoLevelMemory.finish`) and
+    return the slow arrays ``names``, the :class:`IOCount`, and with ``record`` the machine.
+
+    Raises :class:`MachineError` if a fast block is still live.
+    """
+    count = mem.finish()
+    arrays = tuple(mem.get(name) for name in names)
+    return (*arrays, count, mem) if record else (*arrays, count)

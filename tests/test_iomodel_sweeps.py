@@ -1,0 +1,94 @@
+"""The sweeps, tables and logs the chapters of Part I compute: cache-size grids, the
+small-cache crossover and advantage, ratios to the bounds, block-sparse sweeps and the words of
+a run per array."""
+
+import numpy as np
+import pytest
+
+from attnlib import AttnInputError
+from attnlib import iomodel as io
+
+
+def test_cache_sizes_all_or_geometric():
+    assert io.cache_sizes(5, 9).tolist() == [5, 6, 7, 8, 9]
+    Ms = io.cache_sizes(10, 10**6, points=50)
+    assert Ms[0] == 10 and Ms[-1] == 10**6 and np.all(np.diff(Ms) > 0) and len(Ms) <= 50
+    with pytest.raises(AttnInputError, match="hi must be an integer >= 9"):
+        io.cache_sizes(9, 8)
+
+
+@pytest.mark.parametrize("n, d", [(256, 8), (1024, 16), (512, 32)])
+def test_smallcache_crossover_is_the_first_winning_M_near_the_grid(n, d):
+    sweep = io.smallcache_crossover(n, d)
+    M = sweep.M
+    flash = io.flash_backward_count(n, d, M).total
+    small = io.smallcache_backward_count(n, d, M).total
+    assert flash <= small
+    assert (
+        io.flash_backward_count(n, d, M - 1).total > io.smallcache_backward_count(n, d, M - 1).total
+    )
+    # the sweep's arrays are the closed forms on its grid
+    k = len(sweep.Ms) // 2
+    assert sweep.flash[k] == io.flash_backward_count(n, d, int(sweep.Ms[k])).total
+    assert sweep.small[k] == io.smallcache_backward_count(n, d, int(sweep.Ms[k])).total
+    assert d * d / 2 <= M <= 4 * d * d
+
+
+def test_smallcache_crossover_none_when_the_range_has_no_win():
+    d = 16
+    sweep = io.smallcache_crossover(4096, d, M_max=io.flash_backward_min_M(d) + 1)
+    assert sweep.M is None
+
+
+def test_smallcache_advantage_is_the_ratio_of_the_counts():
+    n, d = 1024, 32
+    Ms = [io.flash_backward_min_M(d), 250, 1024]
+    adv = io.smallcache_advantage(n, d, Ms)
+    for k, M in enumerate(Ms):
+        ratio = io.flash_backward_count(n, d, M).total / io.smallcache_backward_count(n, d, M).total
+        assert adv.ratio[k] == ratio and adv.predicted[k] == d / np.sqrt(M)
+        assert adv.one_row[k] == (io.flash_backward_blocks(d, M)[1] == 1)
+    assert adv.one_row[0] and not adv.one_row[-1]
+
+
+def test_bound_ratios_nan_below_the_least_cache():
+    Ms = [3, 5, 64, 4096]
+    r = io.bound_ratios(io.smallcache_backward_count, io.backward_lower_bound, 128, 16, Ms)
+    assert np.isnan(r[:2]).all()  # the small-cache backward pass needs M >= 6
+    assert r[2] == io.smallcache_backward_count(128, 16, 64).total / io.backward_lower_bound(
+        128, 16, 64
+    )
+
+
+@pytest.mark.parametrize("T_r, T_c", [(1, 1), (3, 7), (7, 3), (5, 5), (1, 9)])
+def test_block_cover_hits_every_row_and_column_thinly(T_r, T_c):
+    cover = io.block_cover(T_r, T_c)
+    assert cover.shape == (T_r, T_c) and cover.dtype == bool
+    assert cover.any(axis=1).all() and cover.any(axis=0).all()
+    assert cover.sum() <= T_r + T_c
+
+
+def test_block_sparse_sweep_counts_equal_the_closed_forms():
+    n, d, M = 96, 8, 400
+    sweep = io.block_sparse_sweep(n, d, M, [0.1, 0.5, 1.0], seed=3)
+    assert sweep.dense == io.flash_backward_count(n, d, M).total
+    assert sweep.counts[-1] == sweep.dense and sweep.fractions[-1] == 1.0
+    assert np.all(np.diff(sweep.counts) >= 0) and np.all(np.diff(sweep.fractions) >= 0)
+    assert np.all(sweep.counts >= sweep.bounds)
+    # the same mask rebuilt by hand
+    B_r, B_c = io.flash_backward_blocks(d, M)
+    T_r, T_c = -(-n // B_r), -(-n // B_c)
+    mask = io.block_cover(T_r, T_c)
+    mask.flat[np.random.default_rng(3).permutation(T_r * T_c)[: int(0.5 * T_r * T_c)]] = True
+    assert sweep.counts[1] == io.flash_backward_count(n, d, M, block_mask=mask).total
+    kept = int(io.expand_block_mask(mask, n, n, (B_r, B_c)).sum())
+    assert sweep.bounds[1] == io.sparse_lower_bound(n * d, kept, M)
+
+
+def test_words_by_array_adds_up_to_the_count():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((12, 4)) for _ in range(3))
+    *_, count, mem = io.flash_forward(Q, K, V, M=60, record=True)
+    reads, writes = io.words_by_array(mem.log)
+    assert sum(reads.values()) == count.reads and sum(writes.values()) == count.writes
+    assert reads["Q"] == 12 * 4 and set(writes) == {"O", "lse"}

@@ -1,0 +1,82 @@
+"""The schedules' shared bookkeeping (attnlib.iomodel.tiling), our explicit pebble-game
+schedules, and the exact search behind optimal_io."""
+
+import numpy as np
+import pytest
+
+from attnlib import AttnInputError
+from attnlib import iomodel as io
+from attnlib.iomodel import tiling
+
+
+@pytest.mark.parametrize("a, b", [(1, 1), (7, 2), (8, 2), (9, 10), (10**30 + 1, 10**15)])
+def test_ceil_div_exact(a, b):
+    q = tiling.ceil_div(a, b)
+    assert (q - 1) * b < a <= q * b
+
+
+@pytest.mark.parametrize("extent, size, start", [(10, 3, 0), (10, 10, 0), (7, 20, 0), (9, 2, 4)])
+def test_block_ranges_cover_in_order(extent, size, start):
+    ranges = tiling.block_ranges(extent, size, start=start)
+    assert ranges[0][0] == start and ranges[-1][1] == extent
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(0 < tiling.span(r) <= size for r in ranges)
+    if start == 0:
+        assert tiling.block_sizes(extent, size).tolist() == [tiling.span(r) for r in ranges]
+
+
+def test_count_args_defaults_and_given_blocks():
+    assert tiling.count_args(10, 4, 200, None, None, None, io.flash_forward_blocks) == (
+        10,
+        4,
+        200,
+        10,
+        4,
+        *io.flash_forward_blocks(4, 200),
+    )
+    assert tiling.count_args(10, 4, 200, 3, 2, [2, 5], io.flash_forward_blocks)[-2:] == (2, 5)
+    with pytest.raises(AttnInputError, match=r"blocks must be a pair"):
+        tiling.count_args(10, 4, 200, None, None, (1, 2, 3), io.flash_forward_blocks)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("b", [1, 2, 3])
+def test_tiled_product_computes_and_counts(transposed, b):
+    rng = np.random.default_rng(b)
+    A, B = rng.standard_normal((5, 7)), rng.standard_normal((7, 4))
+    left = A.T.copy() if transposed else A
+    mem = tiling.start_run(3 * b * b, False, np.float64, {"L": left, "B": B}, {"C": (5, 4)})
+    rows, cols, inner = (tiling.block_ranges(x, b) for x in (5, 4, 7))
+    tiling.tiled_product(mem, "C", "L", "B", rows, cols, inner, np.float64, transposed=transposed)
+    C, count = tiling.finish_run(mem, ("C",), False)
+    assert np.allclose(C, A @ B, atol=1e-12)
+    # the tiled_matmul count: each output tile reads its strips of both factors once
+    assert count == io.tiled_matmul_count(5, 7, 4, 3 * b * b, tile=b)
+
+
+def test_explicit_schedule_choices_replay():
+    G = io.matmul_graph(2, 2, 2)
+    tiled = io.explicit_schedule(G, 14, matmul_shape=(2, 2, 2))
+    assert (tiled.name, tiled.tile) == ("tiled b=2", 2)
+    count, _ = io.replay_schedule(G, tiled.moves, 14)
+    assert (count.reads, count.writes) == (8, 4)
+    balanced = io.matmul_graph(1, 4, 1, tree="balanced")  # k = 2 would be a chain too
+    loop = io.explicit_schedule(balanced, 5, matmul_shape=(1, 4, 1))
+    assert (loop.name, loop.tile) == ("loop order", None)
+    assert loop.moves == io.loop_order_moves(balanced, 5)
+    small = io.explicit_schedule(G, 4, matmul_shape=(2, 2, 2))  # M − 2 < 3: no tile fits
+    assert small.name == "loop order"
+    with pytest.raises(AttnInputError, match="matmul_shape"):
+        io.explicit_schedule(G, 14, matmul_shape=(2, 3, 2))
+
+
+def test_pebble_search_is_optimal_io():
+    G = io.inner_product_graph(3)
+    for M in (3, 4):
+        for recompute in (True, False):
+            ours = io.PebbleSearch(G, M, recompute=recompute).run()
+            ref = io.optimal_io(G, M, recompute=recompute)
+            assert (ours.io, ours.reads, ours.writes) == (ref.io, ref.reads, ref.writes)
+            assert ours.moves == ref.moves and ours.M == M
+    # with nothing pebbled, the heuristic is the trivial bound: every input read, s written
+    assert io.PebbleSearch(G, 4).h(0, 0, 0) == io.trivial_io_bound(G) == 7
