@@ -356,8 +356,12 @@ def median_time(
 
 
 def traced_peak_bytes(fn, *args) -> int:
-    """The peak of memory allocated through Python and numpy while ``fn(*args)`` runs, in
-    bytes, measured with ``tracemalloc`` (numba's and BLAS's own buffers are not seen)."""
+    """The peak of memory allocated while ``fn(*args)`` runs, above what was allocated before,
+    in bytes, measured with ``tracemalloc``: Python objects, numpy arrays and the arrays that
+    numba-compiled code allocates are seen; BLAS's internal work buffers are not.
+
+    Raises :class:`attnlib.AttnInputError` if ``fn`` is not callable.
+    """
     if not callable(fn):
         raise AttnInputError(f"fn must be callable, got {type(fn).__name__}")
     was_tracing = tracemalloc.is_tracing()

@@ -146,7 +146,6 @@ def test_there_are_chapters():
     assert len(NOTEBOOKS) >= 10
 
 
-@pytest.mark.xfail(strict=False, reason="chapters still define functions and call private names")
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_chapter_only_calls_the_library(notebook):
     found = notebook_violations(notebook)

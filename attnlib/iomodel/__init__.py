@@ -2,7 +2,9 @@
 
 Every algorithm here runs on :class:`TwoLevelMemory`, which counts each word moved between a
 fast memory of M words and the slow memory, and has a closed-form twin (``*_count``) that the
-tests require to agree with the simulation exactly. Each module says what it holds.
+tests require to agree with the simulation exactly. Each module says what it holds;
+:mod:`.roofline` and :mod:`.hierarchy` take the counts to real hardware (GPU presets, the
+roofline, and a third memory level, the L2).
 """
 
 from . import (
@@ -55,3 +57,10 @@ __all__ = (
     + partition.__all__
     + pebbling.__all__
 )
+
+# The hardware modules build on the public names above, so they are imported last.
+from . import hierarchy, roofline  # noqa: E402
+from .hierarchy import *  # noqa: E402, F403
+from .roofline import *  # noqa: E402, F403
+
+__all__ += roofline.__all__ + hierarchy.__all__
