@@ -64,6 +64,8 @@ def loglog_figure(
     """Plot ``{label: (x, y)}`` on log-log axes; with ``fit=True`` each label gains its slope.
 
     Returns the figure. Axis labels are required: every plot in the book says its units.
+    The shared log-log builder: Chapters 8 and 9 call it directly, and Part I's builders
+    through it.
     """
     if ax is None:
         fig, ax = plt.subplots()
