@@ -328,3 +328,83 @@ def check_loss_inputs(X, A1, A2, A3, Y, E):
     check_shape("E", E, (n, d), "(n, d) like A1")
     dtype = float_dtype(X, A1, A2, A3, Y, E)
     return tuple(a.astype(dtype, copy=False) for a in (X, A1, A2, A3, Y, E))
+
+
+# ---- batched, multi-head input (PyTorch's scaled_dot_product_attention layout) -----------
+
+
+def is_batched(Q) -> bool:
+    """Q has three or more dimensions (checked fully later; ragged input is not batched)."""
+    try:
+        return np.ndim(Q) >= 3
+    except Exception:  # ragged lists and the like: the 2-D path reports them
+        return False
+
+
+def check_batched_qkv(Q, K, V, enable_gqa):
+    """Q (..., H, n, d), K (..., H_kv, m, d), V (..., H_kv, m, d_v), same batch dimensions,
+    H == H_kv unless ``enable_gqa`` (then H a multiple of H_kv). Returns the arrays and the
+    group size g = H // H_kv: query head h uses key/value head h // g."""
+    Q = as_float_array("Q", Q, ndim=None)
+    K = as_float_array("K", K, ndim=None)
+    V = as_float_array("V", V, ndim=None)
+    for name, a, like in (("K", K, "(..., H_kv, m, d)"), ("V", V, "(..., H_kv, m, d_v)")):
+        if a.ndim != Q.ndim:
+            raise AttnInputError(
+                f"{name} must have {Q.ndim} dimensions {like} like Q, got shape {a.shape}"
+            )
+        if a.shape[:-3] != Q.shape[:-3]:
+            raise AttnInputError(
+                f"{name} must have Q's batch dimensions {Q.shape[:-3]}, got shape {a.shape}"
+            )
+    H, _, d = Q.shape[-3:]
+    H_kv, m, _ = K.shape[-3:]
+    if K.shape[-1] != d:
+        raise AttnInputError(f"K must have d={d} columns like Q, got {K.shape[-1]}")
+    if V.shape[-3:-1] != (H_kv, m):
+        raise AttnInputError(
+            f"V must have (H_kv, m) = {(H_kv, m)} like K in (..., H_kv, m, d_v), got {V.shape}"
+        )
+    gqa = check_bool("enable_gqa", enable_gqa)
+    if H != H_kv and not gqa:
+        raise AttnInputError(
+            f"K has H_kv={H_kv} heads and Q has H={H}: pass enable_gqa=True for grouped-query "
+            "attention"
+        )
+    if H % H_kv:
+        raise AttnInputError(f"Q's head count H={H} must be a multiple of K's H_kv={H_kv}")
+    return Q, K, V, H // H_kv
+
+
+def check_batched_outputs(O, dO, lse, rows: tuple[int, ...], d_v: int):
+    """Validate a batched backward pass's O and dO (..., H, n, d_v) and lse (..., H, n), where
+    ``rows`` is (..., H, n); lse may hold -inf (a fully masked row). Returns the arrays."""
+    O = as_float_array("O", O, ndim=None)
+    check_shape("O", O, (*rows, d_v), "(..., H, n, d_v)")
+    dO = as_float_array("dO", dO, ndim=None)
+    check_shape("dO", dO, (*rows, d_v), "(..., H, n, d_v) like O")
+    lse = as_float_array("lse", lse, ndim=None, allow_neg_inf=True)
+    check_shape("lse", lse, rows, "(..., H, n)")
+    return O, dO, lse
+
+
+def check_batched_mask(mask, is_causal, shape: tuple[int, ...]):
+    """Validate a batched keep-mask and ``is_causal`` for scores of shape (..., H, n, m).
+
+    Returns ``(mask, causal)``: the mask as a read-only broadcast view of that shape (or
+    None) and ``is_causal`` as a bool; the two cannot be given together.
+    """
+    causal = check_bool("is_causal", is_causal)
+    if causal and mask is not None:
+        raise AttnInputError("mask and is_causal=True cannot be given together")
+    if mask is None:
+        return None, causal
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
+    try:
+        return np.broadcast_to(arr, shape), causal
+    except ValueError:
+        raise AttnInputError(
+            f"mask must be broadcastable to (..., H, n, m) = {shape}, got {arr.shape}"
+        ) from None

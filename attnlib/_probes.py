@@ -1,4 +1,5 @@
-"""Timing probes for the two ingredients of a tile of the compiled kernels, on the machine at
+"""The arithmetic and timing of the compiled kernels: the flops of their matrix products
+(:func:`flop_count`), and timing probes for the two ingredients of a tile on the machine at
 hand: a small gemm tile product against one large product, and an exponential per element
 (attnlib's vectorisable one, numpy's, and libm's as numba calls it without fastmath).
 
@@ -16,6 +17,50 @@ import numpy as np
 
 from ._checks import check_choice, check_int
 from ._exp import _exp
+
+
+def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "tiled") -> dict:
+    """Floating-point operations of the matrix products of one forward and one backward pass.
+
+    A multiply-add is 2 flops; elementwise work (exp, scaling, masking, dS = P∘(dP - D)) is not
+    counted, and masks are ignored (no tile is skipped). For d_v = d, each n×m product costs
+    2nmd flops:
+
+    - ``"exact"`` (:func:`attnlib.attention_forward` / :func:`attnlib.attention_backward`):
+      forward S and PV; backward S again (P is recomputed from lse), dP, dV, dK and dQ.
+      Total 14·n·m·d.
+    - ``"tiled"`` (:func:`flash_forward` / :func:`flash_backward`): the same products tile by
+      tile, plus the forward's row sums of P by gemv (2nm).
+
+    Parameters
+    ----------
+    n, m, d : query rows, key rows, head dimension (positive integers)
+    dv : value dimension, default d
+    path : "exact" or "tiled"
+
+    Returns
+    -------
+    {"forward": flops, "backward": flops}, integers.
+
+    Raises
+    ------
+    AttnInputError
+        if a size is not a positive integer or ``path`` is unknown.
+
+    Examples
+    --------
+    >>> flop_count(1024, 1024, 64, path="exact")
+    {'forward': 268435456, 'backward': 671088640}
+    """
+    n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
+    dv = d if dv is None else check_int("dv", dv)
+    check_choice("path", path, ("exact", "tiled"))
+    products = 2 * n * m  # flops per unit of inner dimension of one n×m product
+    forward = products * (d + dv)  # S = QKᵀ, then PV
+    backward = products * (d + 2 * dv + 2 * d)  # S, dP = dO Vᵀ, dV, dK, dQ
+    if path == "tiled":
+        forward += products  # row sums of each tile of P, by gemv
+    return {"forward": forward, "backward": backward}
 
 
 @nb.njit(cache=True)

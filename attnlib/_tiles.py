@@ -42,7 +42,7 @@ class Scores(NamedTuple):
     scale: float
     mask: np.ndarray
     has_mask: bool
-    causal: bool
+    is_causal: bool
     br: int
     bc: int
 
@@ -267,7 +267,7 @@ def _logits(s, i0, i1, j0, j1, S, ints, flts):
             for c in range(cols):
                 if not s.mask[i0 + r, j0 + c]:
                     S[r, c] = -np.inf
-    if s.causal:
+    if s.is_causal:
         for r in range(rows):
             for c in range(max(i0 + r - j0 + 1, 0), cols):
                 S[r, c] = -np.inf
@@ -354,7 +354,7 @@ def _forward_block(s, V, qb, O, lse):
     run_max = np.full(rows, -np.inf)
     run_sum = np.zeros(rows)
     # under causality, key blocks past the block's last row are all masked: skip them
-    kend = min(m, _cdiv(i1, s.bc) * s.bc) if s.causal else m
+    kend = min(m, _cdiv(i1, s.bc) * s.bc) if s.is_causal else m
     for j0 in range(0, kend, s.bc):
         j1 = min(j0 + s.bc, m)
         cols = j1 - j0
@@ -408,7 +408,7 @@ def _backward_key_block(s, u, kb, dK, dV, dq):
     dKj = dK[j0:j1]
     dVj = dV[j0:j1]
     # under causality, rows i < j0 see none of these keys
-    first = (j0 // s.br) * s.br if s.causal else 0
+    first = (j0 // s.br) * s.br if s.is_causal else 0
     for i0 in range(first, n, s.br):
         i1 = min(i0 + s.br, n)
         rows = i1 - i0

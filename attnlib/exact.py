@@ -19,9 +19,10 @@ from ._checks import (
     check_mask,
     check_qkv,
     check_scale,
-    check_shape,
     float_dtype,
 )
+from ._checks import is_batched as _is_batched
+from ._heads import backward_heads, forward_heads
 
 __all__ = [
     "attention_forward",
@@ -258,14 +259,6 @@ def attention_forward_backward(
 # ---------------------------------------------------------------------------------------
 
 
-def _is_batched(Q) -> bool:
-    """Q has three or more dimensions (checked fully later; ragged input is not batched)."""
-    try:
-        return np.ndim(Q) >= 3
-    except Exception:  # ragged lists and the like: the 2-D path reports them
-        return False
-
-
 def _causal_or_mask(Q, K, mask, is_causal):
     """The 2-D element mask: ``mask``, or the causal mask when ``is_causal``."""
     if not check_bool("is_causal", is_causal):
@@ -276,105 +269,20 @@ def _causal_or_mask(Q, K, mask, is_causal):
     return np.tri(n, m, dtype=bool)
 
 
-def _check_batched_qkv(Q, K, V, enable_gqa):
-    """Q (..., H, n, d), K (..., H_kv, m, d), V (..., H_kv, m, d_v), same batch dimensions,
-    H == H_kv unless ``enable_gqa`` (then H a multiple of H_kv). Returns arrays and g."""
-    Q = as_float_array("Q", Q, ndim=None)
-    K = as_float_array("K", K, ndim=None)
-    V = as_float_array("V", V, ndim=None)
-    for name, a, like in (("K", K, "(..., H_kv, m, d)"), ("V", V, "(..., H_kv, m, d_v)")):
-        if a.ndim != Q.ndim:
-            raise AttnInputError(
-                f"{name} must have {Q.ndim} dimensions {like} like Q, got shape {a.shape}"
-            )
-        if a.shape[:-3] != Q.shape[:-3]:
-            raise AttnInputError(
-                f"{name} must have Q's batch dimensions {Q.shape[:-3]}, got shape {a.shape}"
-            )
-    H, _, d = Q.shape[-3:]
-    H_kv, m, _ = K.shape[-3:]
-    if K.shape[-1] != d:
-        raise AttnInputError(f"K must have d={d} columns like Q, got {K.shape[-1]}")
-    if V.shape[-3:-1] != (H_kv, m):
-        raise AttnInputError(
-            f"V must have (H_kv, m) = {(H_kv, m)} like K in (..., H_kv, m, d_v), got {V.shape}"
-        )
-    gqa = check_bool("enable_gqa", enable_gqa)
-    if H != H_kv and not gqa:
-        raise AttnInputError(
-            f"K has H_kv={H_kv} heads and Q has H={H}: pass enable_gqa=True for grouped-query "
-            "attention"
-        )
-    if H % H_kv:
-        raise AttnInputError(f"Q's head count H={H} must be a multiple of K's H_kv={H_kv}")
-    return Q, K, V, H // H_kv
-
-
-def _batched_mask(mask, is_causal, shape):
-    """The (..., H, n, m) keep-mask (a broadcast view), or None."""
-    causal = check_bool("is_causal", is_causal)
-    if causal and mask is not None:
-        raise AttnInputError("mask and is_causal=True cannot be given together")
-    if causal:
-        return np.broadcast_to(np.tri(shape[-2], shape[-1], dtype=bool), shape)
-    if mask is None:
-        return None
-    arr = np.asarray(mask)
-    if arr.dtype != np.bool_:
-        raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
-    try:
-        return np.broadcast_to(arr, shape)
-    except ValueError:
-        raise AttnInputError(
-            f"mask must be broadcastable to (..., H, n, m) = {shape}, got {arr.shape}"
-        ) from None
-
-
 def _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa):
-    Q, K, V, g = _check_batched_qkv(Q, K, V, enable_gqa)
-    *batch, H, n, d = Q.shape
-    m, d_v = V.shape[-2:]
-    tau = check_scale(scale, d)
-    mask = _batched_mask(mask, is_causal, (*batch, H, n, m))
-    dtype = float_dtype(Q, K, V)
-    O = np.empty((*batch, H, n, d_v), dtype=dtype)
-    lse = np.empty((*batch, H, n), dtype=dtype)
-    for b in np.ndindex(*batch):
-        for h in range(H):
-            keep = None if mask is None else mask[(*b, h)]
-            O[(*b, h)], lse[(*b, h)] = _attention_forward(
-                Q[(*b, h)], K[(*b, h // g)], V[(*b, h // g)], scale=tau, mask=keep
-            )
-    return O, lse
+    def forward(q, k, v, tau, keep, _):
+        return _attention_forward(q, k, v, scale=tau, mask=keep)
+
+    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
+    return forward_heads(Q, K, V, **kw, forward=forward, causal_mask=True)
 
 
 def _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa):
-    Q, K, V, g = _check_batched_qkv(Q, K, V, enable_gqa)
-    *batch, H, n, d = Q.shape
-    m, d_v = V.shape[-2:]
-    O = as_float_array("O", O, ndim=None)
-    check_shape("O", O, (*batch, H, n, d_v), "(..., H, n, d_v)")
-    dO = as_float_array("dO", dO, ndim=None)
-    check_shape("dO", dO, (*batch, H, n, d_v), "(..., H, n, d_v) like O")
-    lse = as_float_array("lse", lse, ndim=None, allow_neg_inf=True)
-    check_shape("lse", lse, (*batch, H, n), "(..., H, n)")
-    tau = check_scale(scale, d)
-    mask = _batched_mask(mask, is_causal, (*batch, H, n, m))
-    dtype = float_dtype(Q, K, V, O, dO, lse)
-    dQ = np.empty(Q.shape, dtype=dtype)
-    dK = np.zeros(K.shape, dtype=dtype)
-    dV = np.zeros(V.shape, dtype=dtype)
-    for b in np.ndindex(*batch):
-        for h in range(H):
-            i, kv = (*b, h), (*b, h // g)
-            keep = None if mask is None else mask[i]
-            dq, dk, dv = attention_backward(
-                Q[i], K[kv], V[kv], O[i], dO[i], lse[i], scale=tau, mask=keep
-            )
-            dQ[i] = dq
-            dK[kv] += dk
-            dV[kv] += dv
-    return dQ, dK, dV
+    def backward(q, k, v, o, do, ls, tau, keep, _):
+        return attention_backward(q, k, v, o, do, ls, scale=tau, mask=keep)
+
+    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
+    return backward_heads(Q, K, V, O, dO, lse, **kw, backward=backward, causal_mask=True)
 
 
 # ---------------------------------------------------------------------------------------

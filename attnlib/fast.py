@@ -48,15 +48,16 @@ from ._checks import (
     check_bool,
     check_choice,
     check_cols,
-    check_int,
     check_loss_inputs,
     check_mask,
     check_positive_real,
     check_qkv,
     check_scale,
     float_dtype,
+    is_batched,
 )
-from ._probes import exp_seconds, gemm_rates
+from ._heads import backward_heads, forward_heads
+from ._probes import exp_seconds, flop_count, gemm_rates
 from ._tiles import (
     DQ_GROUPS,
     GEMM_SINGLE_THREAD,
@@ -171,16 +172,16 @@ def _frozen(x: np.ndarray) -> np.ndarray:
 _NO_MASK = _frozen(np.ones((1, 1), dtype=np.bool_))
 
 
-def _scores(Q, K, tau, mask, causal, dv) -> Scores:
+def _scores(Q, K, tau, mask, is_causal, dv) -> Scores:
     """The tile arguments of validated, frozen Q and K: the mask (checked), causality (a
     bool), the block sizes and K's blocked transpose, after refusing overflowing logits."""
     n, m = Q.shape[0], K.shape[0]
     mask = check_mask(mask, n, m)
-    causal = check_bool("causal", causal)
+    is_causal = check_bool("is_causal", is_causal)
     _refuse_overflow(Q, K, tau)
     br, bc = block_sizes(Q.shape[1], dv)
     keep = _NO_MASK if mask is None else _frozen(mask)
-    return Scores(Q, K, _blocked_transpose(K, bc), tau, keep, mask is not None, causal, br, bc)
+    return Scores(Q, K, _blocked_transpose(K, bc), tau, keep, mask is not None, is_causal, br, bc)
 
 
 def _refuse_overflow(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
@@ -231,50 +232,6 @@ def check_logits_finite(Q, K, scale) -> None:
     _refuse_overflow(Q.astype(dtype, copy=False), K.astype(dtype, copy=False), tau)
 
 
-def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "tiled") -> dict:
-    """Floating-point operations of the matrix products of one forward and one backward pass.
-
-    A multiply-add is 2 flops; elementwise work (exp, scaling, masking, dS = P∘(dP - D)) is not
-    counted, and masks are ignored (no tile is skipped). For d_v = d, each n×m product costs
-    2nmd flops:
-
-    - ``"exact"`` (:func:`attnlib.attention_forward` / :func:`attnlib.attention_backward`):
-      forward S and PV; backward S again (P is recomputed from lse), dP, dV, dK and dQ.
-      Total 14·n·m·d.
-    - ``"tiled"`` (:func:`flash_forward` / :func:`flash_backward`): the same products tile by
-      tile, plus the forward's row sums of P by gemv (2nm).
-
-    Parameters
-    ----------
-    n, m, d : query rows, key rows, head dimension (positive integers)
-    dv : value dimension, default d
-    path : "exact" or "tiled"
-
-    Returns
-    -------
-    {"forward": flops, "backward": flops}, integers.
-
-    Raises
-    ------
-    AttnInputError
-        if a size is not a positive integer or ``path`` is unknown.
-
-    Examples
-    --------
-    >>> flop_count(1024, 1024, 64, path="exact")
-    {'forward': 268435456, 'backward': 671088640}
-    """
-    n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
-    dv = d if dv is None else check_int("dv", dv)
-    check_choice("path", path, ("exact", "tiled"))
-    products = 2 * n * m  # flops per unit of inner dimension of one n×m product
-    forward = products * (d + dv)  # S = QKᵀ, then PV
-    backward = products * (d + 2 * dv + 2 * d)  # S, dP = dO Vᵀ, dV, dK, dQ
-    if path == "tiled":
-        forward += products  # row sums of each tile of P, by gemv
-    return {"forward": forward, "backward": backward}
-
-
 def _value_shift(V: np.ndarray) -> int:
     """A power of two to divide V by before the forward kernel, 0 when none is needed.
 
@@ -289,25 +246,27 @@ def _value_shift(V: np.ndarray) -> int:
     return int(np.ceil(np.log2(m))) + 2
 
 
-def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
+def flash_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=False):
     """Softmax attention by FlashAttention-2's tiled forward pass, in O((n + m)·d) extra memory.
 
-    Same contract as :func:`attnlib.attention_forward` (FA2 Alg. 1, run on a CPU).
+    Same contract as :func:`attnlib.attention_forward` (FA2 Alg. 1, run on a CPU). Batched,
+    multi-head input has PyTorch's ``scaled_dot_product_attention`` layout and runs the 2-D
+    kernels head by head.
 
     Parameters
     ----------
-    Q : (n, d) float32 or float64
-    K : (m, d)
-    V : (m, d_v)
-    scale : τ > 0, default 1/√d
-    mask : optional boolean (n, m); True keeps a score
-    causal : if True, query i attends to keys j ≤ i only (combined with ``mask`` by "and")
+    Q, K, V, scale, mask, enable_gqa : as in :func:`attnlib.attention_forward`: Q (n, d),
+        K (m, d), V (m, d_v) in float32 or float64, or batched multi-head (..., H, n, d),
+        (..., H_kv, m, d), (..., H_kv, m, d_v)
+    is_causal : if True, query i attends to keys j ≤ i only (top-left aligned, as PyTorch's);
+        for 2-D input combined with ``mask`` by "and", for batched input not with ``mask``
 
     Returns
     -------
-    O : (n, d_v) and lse : (n,), in the inputs' common dtype. A fully masked row gives O = 0
-    and lse = -inf. The first call compiles the kernels (10 to 30 s per dtype on a 2-core
-    machine); numba caches them on disk, and later processes load them in under a second.
+    O : (n, d_v) (batched: (..., H, n, d_v)) and lse : (n,) (batched: (..., H, n)), in the
+    inputs' common dtype. A fully masked row gives O = 0 and lse = -inf. The first call
+    compiles the kernels (10 to 30 s per dtype on a 2-core machine); numba caches them on
+    disk, and later processes load them in under a second.
 
     Raises
     ------
@@ -319,46 +278,65 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, causal=False):
     --------
     >>> import attnlib as al
     >>> Q, K, V = (np.random.default_rng(0).standard_normal((70, 8)) for _ in range(3))
-    >>> O, lse = flash_forward(Q, K, V, causal=True)
+    >>> O, lse = flash_forward(Q, K, V, is_causal=True)
     >>> bool(np.allclose(O, al.attention(Q, K, V, is_causal=True), rtol=1e-12, atol=1e-14))
     True
+    >>> Qh = np.random.default_rng(1).standard_normal((2, 4, 70, 8))  # batch 2, 4 heads
+    >>> Kh, Vh = Qh[:, :2], Qh[:, 2:]  # 2 key/value heads, each shared by 2 query heads
+    >>> O, lse = flash_forward(Qh, Kh, Vh, enable_gqa=True)
+    >>> O.shape, lse.shape
+    ((2, 4, 70, 8), (2, 4, 70))
     """
+    if is_batched(Q):
+        kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
+        return forward_heads(Q, K, V, **kw, forward=_forward)
+    check_bool("enable_gqa", enable_gqa)
     Q, K, V = check_qkv(Q, K, V)
-    n, d = Q.shape
-    dv = V.shape[1]
-    tau = check_scale(scale, d)
+    tau = check_scale(scale, Q.shape[1])
     dtype = float_dtype(Q, K, V)
-    Q, K, V = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V))
-    s = _scores(Q, K, tau, mask, causal, dv)
+    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
+    return _forward(Q, K, V, tau, mask, is_causal)
+
+
+def _forward(Q, K, V, tau, mask, is_causal):
+    """The forward kernel on validated 2-D arrays of one float dtype."""
+    n, dv = Q.shape[0], V.shape[1]
+    Q, K, V = (_frozen(x) for x in (Q, K, V))
+    s = _scores(Q, K, tau, mask, is_causal, dv)
     shift = _value_shift(V)
     if shift:
         V = _frozen(np.ldexp(V, -shift))
-    O = np.empty((n, dv), dtype=dtype)
-    lse = np.empty(n, dtype=dtype)
+    O = np.empty((n, dv), dtype=Q.dtype)
+    lse = np.empty(n, dtype=Q.dtype)
     _run_forward(s, V, O, lse)
     if shift:
         np.ldexp(O, shift, out=O)
     return O, lse
 
 
-def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
+def flash_backward(
+    Q, K, V, O, dO, lse, *, scale=None, mask=None, is_causal=False, enable_gqa=False
+):
     """Gradients through softmax attention by FlashAttention-2's tiled backward pass.
 
     Same contract as :func:`attnlib.attention_backward` (FA2 Alg. 2), with P recomputed tile by
     tile from ``lse``, in O((n + m)·d) extra memory. Key blocks run in :func:`dq_groups` fixed
     groups, each with its own copy of dQ, added in a fixed order: no data races, and results
-    bitwise independent of the number of threads.
+    bitwise independent of the number of threads. Batched input runs head by head; dK and dV
+    of a key/value head shared by grouped query heads are the sums over those heads, added in
+    the order of the heads.
 
     Parameters
     ----------
-    Q, K, V : (n, d), (m, d), (m, d_v)
+    Q, K, V : (n, d), (m, d), (m, d_v), or batched (..., H, n, d), (..., H_kv, m, d),
+        (..., H_kv, m, d_v)
     O, lse : the outputs of :func:`flash_forward` (or :func:`attnlib.attention_forward`)
-    dO : (n, d_v)
-    scale, mask, causal : as in :func:`flash_forward`
+    dO : shaped like O, (n, d_v) or (..., H, n, d_v)
+    scale, mask, is_causal, enable_gqa : as in :func:`flash_forward`
 
     Returns
     -------
-    dQ, dK, dV : (n, d), (m, d), (m, d_v). Fully masked rows contribute nothing.
+    dQ, dK, dV : shaped like Q, K, V. Fully masked rows contribute nothing.
 
     Raises
     ------
@@ -375,13 +353,24 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     >>> all(np.allclose(ours, exact, rtol=1e-10, atol=1e-12) for ours, exact in pairs)
     True
     """
+    if is_batched(Q):
+        kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
+        return backward_heads(Q, K, V, O, dO, lse, **kw, backward=_backward)
+    check_bool("enable_gqa", enable_gqa)
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
+    tau = check_scale(scale, Q.shape[1])
+    dtype = float_dtype(Q, K, V, O, dO, lse)
+    arrays = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
+    return _backward(*arrays, tau, mask, is_causal)
+
+
+def _backward(Q, K, V, O, dO, lse, tau, mask, is_causal):
+    """The backward kernel on validated 2-D arrays of one float dtype."""
     n, d = Q.shape
     m, dv = V.shape
-    tau = check_scale(scale, d)
-    dtype = float_dtype(Q, K, V, O, dO, lse)
-    Q, K, V, O, dO, lse = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V, O, dO, lse))
-    s = _scores(Q, K, tau, mask, causal, dv)
+    dtype = Q.dtype
+    Q, K, V, O, dO, lse = (_frozen(x) for x in (Q, K, V, O, dO, lse))
+    s = _scores(Q, K, tau, mask, is_causal, dv)
     u = Upstream(V, _blocked_transpose(V, s.bc), O, dO, lse, np.empty(n))
     dQ = np.zeros((n, d), dtype=dtype)
     dK = np.zeros((m, d), dtype=dtype)
@@ -391,12 +380,14 @@ def flash_backward(Q, K, V, O, dO, lse, *, scale=None, mask=None, causal=False):
     return dQ, dK, dV
 
 
-def forward_backward(Q, K, V, dO, *, scale=None, mask=None, causal=False, kernels="flash"):
+def forward_backward(
+    Q, K, V, dO, *, scale=None, mask=None, is_causal=False, enable_gqa=False, kernels="flash"
+):
     """One training step of attention: the forward pass, then the backward pass for the
-    upstream gradient dO (n, d_v). ``kernels="flash"`` runs :func:`flash_forward` and
+    upstream gradient dO, shaped like O. ``kernels="flash"`` runs :func:`flash_forward` and
     :func:`flash_backward`; ``"exact"`` runs :func:`attnlib.attention_forward` and
-    :func:`attnlib.attention_backward` (``causal`` becomes their ``is_causal``), which
-    materialise the n×m scores. The other arguments are those of :func:`flash_forward`.
+    :func:`attnlib.attention_backward`, which materialise the n×m scores. The other arguments
+    are those of :func:`flash_forward`.
 
     Returns
     -------
@@ -415,15 +406,14 @@ def forward_backward(Q, K, V, dO, *, scale=None, mask=None, causal=False, kernel
     True
     """
     check_choice("kernels", kernels, ("flash", "exact"))
+    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
     if kernels == "flash":
-        O, lse = flash_forward(Q, K, V, scale=scale, mask=mask, causal=causal)
-        grads = flash_backward(Q, K, V, O, dO, lse, scale=scale, mask=mask, causal=causal)
-        return (O, lse, *grads)
-    from .exact import attention_backward, attention_forward
-
-    kw = dict(scale=scale, mask=mask, is_causal=causal)
-    O, lse = attention_forward(Q, K, V, **kw)
-    return (O, lse, *attention_backward(Q, K, V, O, dO, lse, **kw))
+        forward, backward = flash_forward, flash_backward
+    else:
+        from .exact import attention_backward as backward
+        from .exact import attention_forward as forward
+    O, lse = forward(Q, K, V, **kw)
+    return (O, lse, *backward(Q, K, V, O, dO, lse, **kw))
 
 
 def flash_attention_loss_grad(X, A1, A2, A3, Y, E):

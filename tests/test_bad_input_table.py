@@ -363,8 +363,44 @@ valid(
 for fname, f in [("flash_forward", al.flash_forward)]:
     bad_reals(0, fname, "scale", lambda v, f=f: f(Q, K, V, scale=v))
     raises(3, fname, "scale=10**400", lambda f=f: f(Q, K, V, scale=10**400), word("scale"))
-    raises(0, fname, "causal=str", lambda f=f: f(Q, K, V, causal="yes"), word("causal"))
+    raises(0, fname, "is_causal=str", lambda f=f: f(Q, K, V, is_causal="yes"), word("is_causal"))
     raises(0, fname, "mask=float", lambda f=f: f(Q, K, V, mask=np.ones((6, 5))), word("mask"))
+QH, KH, VH = Q.reshape(1, 2, 3, 4), K[None, None], V[None, None]  # 2 query heads, 1 K/V head
+raises(
+    0, "flash_forward", "H-not-H_kv", lambda: al.flash_forward(QH, KH, VH), word("enable_gqa=True")
+)
+raises(
+    0,
+    "flash_forward",
+    "batched-is_causal+mask",
+    lambda: al.flash_forward(
+        QH, KH, VH, enable_gqa=True, is_causal=True, mask=np.ones((3, 5), bool)
+    ),
+    r"mask and is_causal",
+)
+valid(
+    0,
+    "flash_forward",
+    "gqa",
+    lambda: al.flash_forward(QH, KH, VH, enable_gqa=True),
+    lambda r: r[0].shape == (1, 2, 3, 3) and finite(r),
+)
+raises(
+    0,
+    "flash_backward",
+    "batched-lse-shape",
+    lambda: al.flash_backward(
+        Q[None], K[None], V[None], O_REF[None], dO[None], LSE_REF, enable_gqa=True
+    ),
+    word("lse"),
+)
+valid(
+    0,
+    "flash_backward",
+    "batched",
+    lambda: al.flash_backward(Q[None], K[None], V[None], O_REF[None], dO[None], LSE_REF[None]),
+    lambda r: r[0].shape == (1, 6, 4) and finite(r),
+)
 bad_arrays(0, "flash_backward", "dO", lambda v: al.flash_backward(Q, K, V, O_REF, v, LSE_REF))
 bad_arrays(0, "flash_backward", "lse", lambda v: al.flash_backward(Q, K, V, O_REF, dO, v))
 raises(

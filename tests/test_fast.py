@@ -21,7 +21,7 @@ from attnlib._exp import _exp
 
 
 def keep_mask(n, m, mask=None, causal=False):
-    """The boolean mask the exact core needs to compute what flash_* computes with causal=True."""
+    """The boolean mask the exact core needs for what flash_* computes with is_causal=True."""
     keep = np.ones((n, m), dtype=bool) if mask is None else mask.copy()
     if causal:
         keep &= np.tril(np.ones((n, m), dtype=bool))
@@ -30,7 +30,7 @@ def keep_mask(n, m, mask=None, causal=False):
 
 def assert_close_to_exact(Q, K, V, dO, *, tol, scale=None, mask=None, causal=False):
     """flash_* against attention_forward/attention_backward with the equivalent mask."""
-    O, lse = al.flash_forward(Q, K, V, scale=scale, mask=mask, causal=causal)
+    O, lse = al.flash_forward(Q, K, V, scale=scale, mask=mask, is_causal=causal)
     keep = keep_mask(Q.shape[0], K.shape[0], mask, causal)
     O_ref, lse_ref = al.attention_forward(Q, K, V, scale=scale, mask=keep)
     assert O.dtype == O_ref.dtype and lse.dtype == lse_ref.dtype
@@ -39,7 +39,7 @@ def assert_close_to_exact(Q, K, V, dO, *, tol, scale=None, mask=None, causal=Fal
     assert np.array_equal(np.isneginf(lse), dead)
     if not dead.all():
         assert rel_err(lse[~dead], lse_ref[~dead]) <= tol
-    grads = al.flash_backward(Q, K, V, O, dO, lse, scale=scale, mask=mask, causal=causal)
+    grads = al.flash_backward(Q, K, V, O, dO, lse, scale=scale, mask=mask, is_causal=causal)
     refs = al.attention_backward(Q, K, V, O_ref, dO, lse_ref, scale=scale, mask=keep)
     for g, ref in zip(grads, refs, strict=True):
         assert g.shape == ref.shape and g.dtype == ref.dtype
@@ -150,7 +150,7 @@ def test_fully_masked_rows_give_zero_output_and_gradients(rng):
 def test_causal_is_top_left_aligned(rng):
     # query 0 sees only key 0, so its output is V[0]; the last query of a short block sees all
     Q, K, V = random_qkv(rng, 5, 9, 4)
-    O, _ = al.flash_forward(Q, K, V, causal=True)
+    O, _ = al.flash_forward(Q, K, V, is_causal=True)
     np.testing.assert_allclose(O[0], V[0], rtol=1e-14)
     O_ref, _ = al.attention_forward(Q, K, V, mask=np.tril(np.ones((5, 9), dtype=bool)))
     np.testing.assert_allclose(O, O_ref, rtol=1e-12)
@@ -181,7 +181,7 @@ def test_float32_obeys_the_differential_rule(rng, n, m, d, variant):
     keep = keep_mask(n, m, mask, causal)
     up = [x.astype(np.float64) for x in (Q, K, V, dO)]
 
-    O32, lse32 = al.flash_forward(Q, K, V, mask=mask, causal=causal)
+    O32, lse32 = al.flash_forward(Q, K, V, mask=mask, is_causal=causal)
     assert O32.dtype == np.float32 and lse32.dtype == np.float32
     naive_O, naive_lse = al.attention_forward(Q, K, V, mask=keep)
     O64, lse64 = al.attention_forward(*up[:3], mask=keep)
@@ -189,7 +189,7 @@ def test_float32_obeys_the_differential_rule(rng, n, m, d, variant):
         rounding = 4 * np.finfo(np.float32).eps * np.abs(ref).max()
         assert np.abs(got - ref).max() <= 2 * np.abs(naive - ref).max() + rounding
 
-    g32 = al.flash_backward(Q, K, V, O32, dO, lse32, mask=mask, causal=causal)
+    g32 = al.flash_backward(Q, K, V, O32, dO, lse32, mask=mask, is_causal=causal)
     naive_g = al.attention_backward(Q, K, V, naive_O, dO, naive_lse, mask=keep)
     g64 = al.attention_backward(*up[:3], O64, up[3], lse64, mask=keep)
     for got, naive, ref in zip(g32, naive_g, g64, strict=True):
@@ -237,8 +237,8 @@ def test_results_do_not_depend_on_the_number_of_threads(rng, dtype):
         for threads in (1, 2):
             numba.set_num_threads(threads)
             for causal in (False, True):
-                O, lse = al.flash_forward(Q, K, V, mask=mask, causal=causal)
-                grads = al.flash_backward(Q, K, V, O, dO, lse, mask=mask, causal=causal)
+                O, lse = al.flash_forward(Q, K, V, mask=mask, is_causal=causal)
+                grads = al.flash_backward(Q, K, V, O, dO, lse, mask=mask, is_causal=causal)
                 runs.append((O, lse, *grads))
     finally:
         numba.set_num_threads(before)
@@ -307,11 +307,11 @@ def test_bad_backward_inputs_are_refused_exactly_like_exact(qkv, arg, make, mess
 
 
 @pytest.mark.parametrize("causal", [1, "yes", None, np.array([True])])
-def test_causal_must_be_a_bool(qkv, causal):
-    with pytest.raises(AttnInputError, match=r"causal must be a bool \(True or False\), got"):
-        al.flash_forward(qkv["Q"], qkv["K"], qkv["V"], causal=causal)
-    with pytest.raises(AttnInputError, match=r"causal must be a bool \(True or False\), got"):
-        al.flash_backward(*(qkv[k] for k in ("Q", "K", "V", "O", "dO", "lse")), causal=causal)
+def test_is_causal_must_be_a_bool(qkv, causal):
+    with pytest.raises(AttnInputError, match=r"is_causal must be a bool \(True or False\), got"):
+        al.flash_forward(qkv["Q"], qkv["K"], qkv["V"], is_causal=causal)
+    with pytest.raises(AttnInputError, match=r"is_causal must be a bool \(True or False\), got"):
+        al.flash_backward(*(qkv[k] for k in ("Q", "K", "V", "O", "dO", "lse")), is_causal=causal)
 
 
 def test_backward_accepts_minus_inf_lse_of_masked_rows(qkv):
@@ -415,9 +415,9 @@ def test_one_compiled_version_per_dtype_for_every_layout(rng):
         for layout in layouts:
             q, k, v, do, msk = (layout(x) for x in (Q, K, V, dO, mask))
             for causal in (False, True):
-                O, lse = al.flash_forward(q, k, v, mask=msk, causal=causal)
+                O, lse = al.flash_forward(q, k, v, mask=msk, is_causal=causal)
                 O, lse = layout(O), layout(lse)
-                al.flash_backward(q, k, v, O, do, lse, mask=msk, causal=causal)
+                al.flash_backward(q, k, v, O, do, lse, mask=msk, is_causal=causal)
     assert any(layout(Q).strides[0] < 0 for layout in layouts)
     for kernel in fast.KERNELS:
         # the first argument is the tile arguments (attnlib._tiles.Scores), Q first
@@ -464,7 +464,7 @@ def test_forward_backward_runs_either_kernels(rng):
     assert len(flash) == len(exact) == 5
     for a, b in zip(flash, exact, strict=True):
         assert rel_err(a, b) <= 1e-10
-    causal = fast.forward_backward(Q, K, V, dO, causal=True)
+    causal = fast.forward_backward(Q, K, V, dO, is_causal=True)
     O_ref, _ = al.attention_forward(Q, K, V, is_causal=True)
     assert rel_err(causal[0], O_ref) <= 1e-10
     with pytest.raises(AttnInputError, match=r"kernels must be one of \('flash', 'exact'\)"):
