@@ -50,8 +50,8 @@ B follows AS24: the entries of Q and K are bounded by B with the logits scaled b
 every logit lies in [−B², B²]. For a model with the usual scale 1/√d, fold the scale in:
 B = d^{1/4} · max(‖Q‖∞, ‖K‖∞) (:func:`entry_bound`).
 
-:func:`attention_step` runs one forward and backward pass of a head by the exact core or the
-polynomial method, the two methods this machine can time against the model.
+:func:`machine` gives a cited preset's machine keywords. :func:`attention_step` runs one forward
+and backward pass of a head by the exact core or the polynomial method, the two a CPU can time.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ from ._checks import (
     describe_int,
 )
 from .exact import attention_backward, attention_forward
+from .machines import BOOK_CPU_CORE, CpuCore, machine
 
 __all__ = [
     "METHODS",
@@ -86,6 +87,9 @@ __all__ = [
     "method_boundaries",
     "entry_bound",
     "attention_step",
+    "CpuCore",
+    "BOOK_CPU_CORE",
+    "machine",
 ]
 
 #: The four methods, in order of simplicity (ties are broken towards the front).
@@ -268,8 +272,7 @@ def advise(
     ('polynomial', 1, 33)
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    B = check_positive_real("B", B)
-    eps = check_open_unit("eps", eps)
+    B, eps = check_positive_real("B", B), check_open_unit("eps", eps)
     balance = check_positive_real("flops_per_word", flops_per_word)
     slow_memory = check_int("slow_memory", slow_memory)
     R = B * B

@@ -12,14 +12,18 @@ import attnlib.polymethod as pm
 from attnlib import AttnInputError
 from attnlib import iomodel as io
 from attnlib.advice import (
+    BOOK_CPU_CORE,
     METHODS,
+    CpuCore,
     advise,
     attention_step,
     decision_map,
     entry_bound,
+    machine,
     method_boundaries,
     method_flops,
 )
+from attnlib.iomodel import roofline as rf
 
 
 def test_tiny_entries_long_sequence_choose_polynomial():
@@ -168,3 +172,50 @@ def test_attention_step_is_the_forward_and_backward_of_each_method(rng):
 def test_entry_bound_and_attention_step_bad_input(call, match):
     with pytest.raises(AttnInputError, match=match):
         call(np.ones((5, 4)))
+
+
+def test_machine_of_a_gpu_preset_is_one_sm_its_balance_and_its_memory():
+    for device in rf.GPUS:
+        for dtype in ("bf16", "fp32"):
+            kw = machine(device, dtype)
+            word = rf.WORD_BYTES[dtype]
+            assert kw["M"] == (device.smem_bytes + device.regs_bytes) // word
+            assert kw["flops_per_word"] == device.peak(dtype) / (device.bandwidth / word)
+            assert kw["slow_memory"] == device.memory_bytes // word
+    h100 = machine(rf.H100_SXM5, "bf16")
+    assert h100["M"] == (228 + 256) * 1024 // 2
+    assert h100["flops_per_word"] == 989.4e12 / (3.35e12 / 2)
+    assert h100["slow_memory"] == 80 * 2**30 // 2
+
+
+def test_machine_of_the_book_cpu_core_is_its_l2_and_balance():
+    kw = machine(BOOK_CPU_CORE, "fp64")
+    assert kw == {"M": 2 * 2**20 // 8, "flops_per_word": 32.0, "slow_memory": 2**33}
+    a = advise(4096, 64, 1.0, 1e-3, **kw)
+    assert a.M == kw["M"] and a.flops_per_word == 32.0 and a.slow_memory == 2**33
+    ns, Bs = [64, 2**20], [0.05, 2.0]
+    assert decision_map(ns, Bs, d=32, eps=1e-3, **kw).shape == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: machine("H100", "bf16"), "device"),
+        (lambda: machine(rf.H100_SXM5, "fp8"), "dtype"),
+        (lambda: machine(BOOK_CPU_CORE, "fp32"), "dtype"),
+        (
+            lambda: machine(rf.Device("x", 1e9, None, 1e9, smem_bytes=1, regs_bytes=1), "fp32"),
+            "memory_bytes",
+        ),
+        (lambda: machine(rf.Device("x", 1e9, None, 1e9, memory_bytes=8), "fp32"), "shared"),
+        (lambda: machine(rf.H100_SXM5, "fp64"), "fp64"),
+        (lambda: CpuCore("", 1, 1.0, 1), "name"),
+        (lambda: CpuCore("x", 0, 1.0, 1), "cache_bytes"),
+        (lambda: CpuCore("x", 1, -1.0, 1), "flops_per_word"),
+        (lambda: CpuCore("x", 1, 1.0, 2.5), "memory_bytes"),
+        (lambda: CpuCore("x", 1, 1.0, 1, source=3), "source"),
+    ],
+)
+def test_machine_bad_input(call, match):
+    with pytest.raises(AttnInputError, match=match):
+        call()

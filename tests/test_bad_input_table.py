@@ -2364,6 +2364,29 @@ valid(
 )
 raises(0, "attention_step", "method", lambda: adv.attention_step("fast", Q, K, V, dO), "method")
 raises(0, "attention_step", "eps=2", lambda: adv.attention_step("exact", Q, K, V, dO, 2), "eps")
+raises(0, "machine", "device=str", lambda: adv.machine("H100", "bf16"), word("device"))
+raises(0, "machine", "dtype=fp8", lambda: adv.machine(rf.H100_SXM5, "fp8"), word("dtype"))
+raises(0, "machine", "cpu-fp32", lambda: adv.machine(adv.BOOK_CPU_CORE, "fp32"), word("dtype"))
+raises(
+    0,
+    "machine",
+    "no-memory",
+    lambda: adv.machine(rf.Device("x", 1e9, None, 1e9, smem_bytes=1, regs_bytes=1), "fp32"),
+    "memory_bytes",
+)
+valid(
+    0,
+    "machine",
+    "h100-bf16",
+    lambda: adv.machine(rf.H100_SXM5, "bf16"),
+    lambda kw: kw["M"] == 247808 and kw["slow_memory"] == 40 * 2**30,
+)
+raises(0, "CpuCore", "name=''", lambda: adv.CpuCore("", 1, 1.0, 1), word("name"))
+bad_ints(0, "CpuCore", "cache_bytes", lambda v: adv.CpuCore("x", v, 1.0, 1))
+bad_reals(0, "CpuCore", "flops_per_word", lambda v: adv.CpuCore("x", 1, v, 1))
+bad_ints(0, "CpuCore", "memory_bytes", lambda v: adv.CpuCore("x", 1, 1.0, v))
+raises(0, "CpuCore", "source=1", lambda: adv.CpuCore("x", 1, 1.0, 1, source=1), word("source"))
+valid(0, "CpuCore", "book", lambda: adv.BOOK_CPU_CORE.cache_bytes, lambda b: b == 2 * 2**20)
 raises(0, "attention_step", "dO-shape", lambda: adv.attention_step("exact", Q, K, V, Q), "dO")
 valid(
     0,
@@ -2698,6 +2721,9 @@ raises(0, "Device", "peak_bf16=0", lambda: rf.Device("x", 1e9, 0.0, 1e9), word("
 raises(0, "Device", "sms=0", lambda: rf.Device("x", 1e9, None, 1e9, sms=0), word("sms"))
 raises(0, "Device", "llc_bytes=1.5", lambda: rf.Device("x", 1e9, None, 1e9, llc_bytes=1.5), "llc")
 raises(0, "Device", "source=1", lambda: rf.Device("x", 1e9, None, 1e9, source=1), word("source"))
+raises(
+    0, "Device", "memory_bytes=0", lambda: rf.Device("x", 1e9, None, 1e9, memory_bytes=0), "memory"
+)
 raises(0, "Device.peak", "dtype=fp8", lambda: H100.peak("fp8"), word("dtype"))
 raises(0, "Device.peak", "missing", lambda: rf.Device("x", 1e9, None, 1e9).peak("bf16"), "bf16")
 raises(
@@ -2919,7 +2945,7 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"WORD_BYTES", "A100_SXM_80GB", "H100_SXM5", "MI300X", "GPUS"}
     not_callables |= {"RooflinePoint", "ThreeLevelCount", "L2Absorption"}
     not_callables |= {"DQ_GROUPS", "GEMM_SINGLE_THREAD", "BENCH_IMPLS", "BENCH_COLORS"}
-    not_callables |= {"BENCH_LABELS"}
+    not_callables |= {"BENCH_LABELS", "BOOK_CPU_CORE"}
     missing = []
     for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy, fast, perf):
         for name in module.__all__:

@@ -22,6 +22,7 @@ def test_presets_hold_the_vendor_numbers():
     assert (a.llc_bytes, h.llc_bytes, x.llc_bytes) == (40 * 2**20, 50 * 2**20, 256 * 2**20)
     assert (a.smem_bytes, h.smem_bytes, x.smem_bytes) == (164 * 1024, 228 * 1024, 64 * 1024)
     assert (a.regs_bytes, h.regs_bytes, x.regs_bytes) == (256 * 1024, 256 * 1024, 512 * 1024)
+    assert (a.memory_bytes, h.memory_bytes, x.memory_bytes) == (80 * 2**30, 80 * 2**30, 192 * 2**30)
     bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text()
     for device in rf.GPUS:
         for key in device.source.split(", "):

@@ -50,7 +50,7 @@ __all__ = [
 #: Bytes per word of each dtype the presets know.
 WORD_BYTES = {"bf16": 2, "fp32": 4, "fp64": 8}
 
-KIB, MIB = 2**10, 2**20
+KIB, MIB, GIB = 2**10, 2**20, 2**30
 
 
 def _optional_int(name, value):
@@ -78,8 +78,9 @@ class Device:
     regs_bytes : register file per SM (CU), or None
     sms : number of SMs (CUs), or cores for a CPU
     source : the ``references.bib`` keys the numbers come from
+    memory_bytes : main-memory (HBM, DRAM) capacity, or None
 
-    Vendors state capacities in KB and MB; they are binary units (1 KB = 1024 bytes), as the
+    Vendors state capacities in KB, MB and GB; they are binary units (1 KB = 1024 bytes), as the
     CUDA and ROCm device queries report them. Rates are decimal (1 TB/s = 10¹² bytes/s).
 
     Raises AttnInputError for a rate or size that is not positive, or an empty name.
@@ -95,6 +96,7 @@ class Device:
     regs_bytes: int | None = None
     sms: int | None = None
     source: str = ""
+    memory_bytes: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -103,7 +105,7 @@ class Device:
         object.__setattr__(self, "peak_fp32", check_positive_real("peak_fp32", self.peak_fp32))
         for rate in ("peak_bf16", "peak_fp64"):
             object.__setattr__(self, rate, _optional_rate(rate, getattr(self, rate)))
-        for size in ("llc_bytes", "smem_bytes", "regs_bytes", "sms"):
+        for size in ("llc_bytes", "smem_bytes", "regs_bytes", "sms", "memory_bytes"):
             object.__setattr__(self, size, _optional_int(size, getattr(self, size)))
         if not isinstance(self.source, str):
             raise AttnInputError(f"source must be a string, got {type(self.source).__name__}")
@@ -142,15 +144,16 @@ class Device:
 
 
 # The presets, one row each: name, HBM bytes/s, dense bf16 tensor FLOP/s, vector FP32 FLOP/s,
-# last-level cache (MiB), shared memory and registers per SM or CU (KiB), SMs or CUs, sources.
+# last-level cache (MiB), shared memory and registers per SM or CU (KiB), SMs or CUs,
+# HBM capacity (GiB), sources.
 A100_SXM_80GB, H100_SXM5, MI300X = (
-    Device(name, bw, bf16, fp32, None, llc * MIB, smem * KIB, regs * KIB, sms, source)
-    for name, bw, bf16, fp32, llc, smem, regs, sms, source in (
-        ("NVIDIA A100 SXM 80GB", 2039e9, 312e12, 19.5e12, 40, 164, 256, 108,
+    Device(name, bw, bf16, fp32, None, llc * MIB, smem * KIB, regs * KIB, sms, source, hbm * GIB)
+    for name, bw, bf16, fp32, llc, smem, regs, sms, hbm, source in (
+        ("NVIDIA A100 SXM 80GB", 2039e9, 312e12, 19.5e12, 40, 164, 256, 108, 80,
          "nvidia_a100_datasheet, nvidia_a100_whitepaper, nvidia_ampere_tuning"),
-        ("NVIDIA H100 SXM5", 3.35e12, 989.4e12, 66.9e12, 50, 228, 256, 132,
+        ("NVIDIA H100 SXM5", 3.35e12, 989.4e12, 66.9e12, 50, 228, 256, 132, 80,
          "nvidia_h100_whitepaper, nvidia_hopper_tuning"),
-        ("AMD Instinct MI300X", 5.3e12, 1307.4e12, 163.4e12, 256, 64, 512, 304,
+        ("AMD Instinct MI300X", 5.3e12, 1307.4e12, 163.4e12, 256, 64, 512, 304, 192,
          "amd_mi300_microarchitecture, amd_gpu_specs"),
     )
 )  # fmt: skip
