@@ -54,6 +54,14 @@ WIDGET_AS_TEXT = re.compile(
     r"|Select|Play|Label|HTML))\((children|value|description|layout|options)=",
     re.MULTILINE,
 )
+# MathJax's ui/lazy typesets equations as they scroll into view; this typesets all of them (the
+# function exists only when the extension is loaded, e.g. not in the CDN build).
+LAZY_TYPESET_ALL_JS = """async () => {
+  const doc = window.MathJax && MathJax.startup && MathJax.startup.document;
+  if (doc && doc.lazyTypesetAll) await doc.lazyTypesetAll();
+  return true;
+}"""
+
 # What a reader's page may cost (issue: "a budget for page weight and load"): every file the page
 # loads, uncompressed, shared JavaScript included; and the time from navigation until math is
 # typeset, widgets drawn and images loaded.
@@ -410,6 +418,10 @@ def check_page(
         except Exception:  # noqa: BLE001 - the image check below names the image
             pass
         ready = time.perf_counter() - t_load
+        if has_mathjax:
+            # Lazy typesetting leaves equations outside the viewport for later; the checks
+            # below look at every equation, so typeset the rest now (after the clock stopped).
+            pw_page.evaluate(LAZY_TYPESET_ALL_JS)
         pw_page.wait_for_timeout(300)  # let font and chunk requests settle
         info = pw_page.evaluate(PAGE_JS)
         alts = pw_page.evaluate(ALT_JS)

@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         chapters = page.evaluate(PREPARE_JS, args.root_doc)
         # Typeset again: opened solutions may hold math MathJax skipped while hidden.
         page.evaluate("() => MathJax.typesetPromise().then(() => true)")
+        # The site typesets lazily (ui/lazy): equations not yet scrolled into view wait.
+        page.evaluate(
+            "async () => { const d = MathJax.startup.document;"
+            " if (d.lazyTypesetAll) await d.lazyTypesetAll(); return true; }"
+        )
         page.emulate_media(media="print")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         page.pdf(

@@ -7,9 +7,22 @@ Loaded through ``sphinx.local_extensions`` in _config.yml.
   builder copy ``''``, so they do not compare equal). sphinx-thebe's body declares
   ``const THEBE_JS_URL``, so the second copy throws a SyntaxError on every page. Drop exact
   duplicates before the page is rendered.
+- pydata-sphinx-theme's layout loads Sphinx's search tools and the whole search index on every
+  page, for a search-as-you-type box the book does not enable (``search_as_you_type`` is off:
+  the search button opens ``search.html``). That is about 140 kB on every page, over the page
+  budget on the longest chapters; drop the three tags from every page but the search page.
 """
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# The three tags the theme's layout writes (with or without a relative prefix and cache query).
+_SEARCH_TAGS = re.compile(
+    r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)'
+    r'(?:\?[^"]*)?"></script>\n?'
+)
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -28,7 +41,21 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> No
     scripts[:] = unique
 
 
+def _drop_search_tools(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    for page in out.rglob("*.html"):
+        if page == out / "search.html":
+            continue
+        text = page.read_text(encoding="utf-8")
+        lean = _SEARCH_TAGS.sub("", text)
+        if lean != text:
+            page.write_text(lean, encoding="utf-8")
+
+
 def setup(app):
     # Late priority: after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    app.connect("build-finished", _drop_search_tools)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
