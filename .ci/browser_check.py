@@ -18,6 +18,15 @@ For each HTML page (the redirect ``index.html`` is only link-checked), it assert
 - links: every internal ``href``/``src`` resolves to a file in the build, and every
   ``#fragment`` to an element id in its target page;
 - downloads: a page built from a notebook links to its ``.ipynb``;
+- alt text: every image of the article has a real alt text (not empty, a file name or a hash),
+  on every page; images drawn by a live widget are left to the widget check;
+- figures: every image a code cell draws on a chapter page sits in a ``<figure>`` whose caption
+  is numbered "Figure N.k", N the chapter's number (the unnumbered preface: "Figure k"), and k
+  runs 1, 2, ... on each page;
+- glossary: every page built from a notebook links at least one glossary term, every term link
+  points at a term of the glossary page, and no term is left unlinked (an unknown term);
+- collapsed outputs: each output hidden behind a toggle (``hide-output``) opens when its
+  toggle is clicked;
 - bibliography (with ``--bib references.bib``): every entry of the .bib file is listed on the
   bibliography page, i.e. it is cited somewhere in the book.
 
@@ -175,9 +184,16 @@ LAYOUT_JS = r"""
 }
 """
 
+# Images of the article with their alt text. An image drawn by a live widget (inside a widget
+# area, or in a cell tagged nbval-ignore-output that embeds a widget view) is marked: the widget
+# check owns those.
 ALT_JS = r"""
-() => Array.from(document.querySelectorAll('.bd-article img')).map(
-  i => ({src: (i.getAttribute('src') || '').slice(-60), alt: i.getAttribute('alt')}))
+() => Array.from(document.querySelectorAll('.bd-article img')).map(i => {
+  const cell = i.closest('.cell.tag_nbval-ignore-output');
+  const widget = !!i.closest('.jupyter-widgets, .widget-subarea') || !!(cell && cell.querySelector(
+      'script[type="application/vnd.jupyter.widget-view+json"]'));
+  return {src: (i.getAttribute('src') || '').slice(-60), alt: i.getAttribute('alt'), widget};
+})
 """
 
 # The drawer: at desktop width the primary sidebar is shown and its toggle hides it; below,
@@ -349,6 +365,12 @@ def check_page(
     checks = Counter(links=n_links)
     if redirect_target(soup):
         return fails, checks, time.perf_counter() - t0
+    for kind, (kind_fails, n) in {
+        "figures": check_figures(rel, root, soup),
+        "glossary": check_glossary_links(page, rel, root, soup),
+    }.items():
+        checks[kind] += n
+        fails.extend(kind_fails)
 
     # A page built from a notebook offers its .ipynb for download.
     src_nb = root / "_sources" / Path(rel).with_suffix(".ipynb")
@@ -457,12 +479,10 @@ def check_page(
         for eq in lay["clipped"][:3]:
             fails.append(f"{width}px: display equation clipped: {eq!r}")
     checks["navigation"] += len(layout)
-    # Alt text: chapters' figures are reported (their notebooks set it), other pages fail.
-    trivial = [a for a in alts if TRIVIAL_ALT.search(a["alt"] or "")]
-    checks["alt-text"] += len(alts)
-    stats["alt"].append((rel, len(alts), len(trivial)))
-    if trivial and not is_chapter(rel, root):
-        fails.append(f"{len(trivial)} images without a real alt text, e.g. {trivial[0]['src']}")
+    # Alt text, on every page.
+    alt_fails, n_alts = check_alt(alts, rel, stats)
+    checks["alt-text"] += n_alts
+    fails.extend(alt_fails)
     # Weight and readiness: every local file the page loaded, uncompressed.
     files = {Path(unquote(urlsplit(u).path)) for u in loaded}
     weight = sum(f.stat().st_size for f in files if f.is_file())
@@ -548,10 +568,154 @@ def report_budget(rows) -> None:
 
 def report_alt(rows) -> None:
     n = sum(r[1] for r in rows)
-    bad = [(rel, t) for rel, _, t in rows if t]
-    print(f"browser-check: alt text: {n - sum(t for _, t in bad)} of {n} images have a real one")
+    bad = [(rel, t) for rel, _, t, _ in rows if t]
+    widget = sum(r[3] for r in rows)
+    print(
+        f"browser-check: alt text: {n - sum(t for _, t in bad)} of {n} images have a real one"
+        f" ({widget} more drawn by live widgets, left to the widget check)"
+    )
     for rel, t in bad:
-        print(f"  {rel}: {t} images without (reported only on chapter pages)")
+        print(f"  {rel}: {t} images without")
+
+
+def check_alt(alts: list[dict], rel: str, stats: dict) -> tuple[list[str], int]:
+    """Every image of the article, apart from those a live widget draws, has a real alt text."""
+    own = [a for a in alts if not a.get("widget")]
+    trivial = [a for a in own if TRIVIAL_ALT.search(a["alt"] or "")]
+    stats["alt"].append((rel, len(own), len(trivial), len(alts) - len(own)))
+    fails = (
+        [f"{len(trivial)} images without a real alt text, e.g. {trivial[0]['src']}"]
+        if trivial
+        else []
+    )
+    return fails, len(own)
+
+
+FIGURE_NUMBER = re.compile(r"^Figure (?:(\d+)\.)?(\d+)$")
+
+
+def _widget_cell(tag) -> bool:
+    """A code cell whose output is a live widget (tagged nbval-ignore-output, with a view)."""
+    cell = tag.find_parent(class_="cell")
+    return bool(
+        cell
+        and "tag_nbval-ignore-output" in cell.get("class", [])
+        and cell.find("script", type="application/vnd.jupyter.widget-view+json")
+    )
+
+
+def chapter_number(rel: str) -> int | None:
+    """The number of a chapter page (book/03_x.html -> 3); None for other pages."""
+    m = re.match(r"book/(\d+)_", rel)
+    return int(m.group(1)) if m else None
+
+
+def check_figures(rel: str, root: Path, soup: BeautifulSoup) -> tuple[list[str], int]:
+    """On a page built from a notebook, every image a code cell draws (live widgets apart) is
+    in a <figure> captioned "Figure N.k" (N the chapter, none on the preface), k = 1, 2, ..."""
+    if not is_chapter(rel, root):
+        return [], 0
+    article = soup.select_one(".bd-article") or soup
+    images = [img for img in article.select(".cell_output img") if not _widget_cell(img)]
+    fails, numbers = [], []
+    chapter = chapter_number(rel)
+    for img in images:
+        name = Path(img.get("src", "?")).name[:16]
+        figure = img.find_parent("figure")
+        span = figure.select_one("figcaption .caption-number") if figure else None
+        if span is None:
+            fails.append(f"figure image {name}… is not in a <figure> with a numbered caption")
+            continue
+        label = span.get_text(" ", strip=True)
+        m = FIGURE_NUMBER.match(label)
+        want = f"Figure {chapter}.k" if chapter is not None else "Figure k"
+        if not m or (int(m.group(1)) if m.group(1) else None) != chapter:
+            fails.append(f"figure {label!r} is not numbered {want!r}")
+            continue
+        if not figure.select_one("figcaption .caption-text"):
+            fails.append(f"{label} has a number but no caption text")
+        numbers.append(int(m.group(2)))
+    if numbers and numbers != list(range(1, len(numbers) + 1)):
+        fails.append(f"figure numbers on this page run {numbers}, not 1, 2, ... (per chapter)")
+    return fails, len(images)
+
+
+def check_glossary_links(
+    page: Path, rel: str, root: Path, soup: BeautifulSoup
+) -> tuple[list[str], int]:
+    """Term links point at terms of the glossary; each page built from a notebook has one."""
+    glossary = root / "book" / "glossary.html"
+    fails, n = [], 0
+    if not glossary.is_file():
+        return ["no glossary page book/glossary.html"], 1
+    terms = _glossary_terms(glossary)
+    article = soup.select_one(".bd-article") or soup
+    linked = 0
+    for span in article.select("span.std-term"):
+        n += 1
+        a = span.find_parent("a")
+        if a is None or not a.get("href"):
+            fails.append(f"glossary term {span.get_text()!r} is not linked (unknown term?)")
+            continue
+        parts = urlsplit(a["href"])
+        target = (page.parent / unquote(parts.path)).resolve() if parts.path else page.resolve()
+        if target != glossary.resolve() or unquote(parts.fragment) not in terms:
+            fails.append(f"term link {a['href']!r} does not point at a term of the glossary")
+            continue
+        linked += 1
+    if is_chapter(rel, root):
+        n += 1
+        if not linked:
+            fails.append("the chapter links no glossary term")
+    return fails, n
+
+
+_TERMS: dict[Path, set[str]] = {}
+
+
+def _glossary_terms(glossary: Path) -> set[str]:
+    """The ids of the terms (<dt>) of the glossary page."""
+    if glossary not in _TERMS:
+        soup = BeautifulSoup(glossary.read_text(encoding="utf-8"), "html.parser")
+        _TERMS[glossary] = {dt["id"] for dt in soup.select("dl.glossary dt[id]")}
+    return _TERMS[glossary]
+
+
+def check_toggles(root: Path, pages: list[Path], browser) -> tuple[list[str], int]:
+    """Each output collapsed behind a toggle (tag hide-output) is hidden, and shown once the
+    toggle is clicked."""
+    fails, n = [], 0
+    for page in pages:
+        if "tag_hide-output" not in page.read_text(encoding="utf-8", errors="replace"):
+            continue
+        rel = page.relative_to(root).as_posix()
+        context = browser.new_context(viewport={"width": WIDTHS[0], "height": HEIGHTS[WIDTHS[0]]})
+        pw_page = context.new_page()
+        pw_page.route(
+            lambda url: not url.startswith(("file:", "data:", "blob:", "about:")),
+            lambda r: r.abort("blockedbyclient"),
+        )
+        try:
+            pw_page.goto(page.as_uri(), wait_until="load", timeout=30_000)
+            for i, cell in enumerate(pw_page.query_selector_all(".cell.tag_hide-output")):
+                n += 1
+                toggle = cell.query_selector("details > summary")
+                output = cell.query_selector("details .cell_output")
+                if toggle is None or output is None:
+                    fails.append(f"{rel}: collapsed output {i + 1} has no toggle")
+                    continue
+                if output.is_visible():
+                    fails.append(f"{rel}: collapsed output {i + 1} is shown before its toggle")
+                toggle.scroll_into_view_if_needed()
+                toggle.click()
+                pw_page.wait_for_timeout(200)
+                if not output.is_visible():
+                    fails.append(f"{rel}: collapsed output {i + 1} stays hidden when toggled")
+        except Exception as e:  # noqa: BLE001 - reported as a failure
+            fails.append(f"{rel}: toggle check failed: {str(e).splitlines()[0]}")
+        context.close()
+    print(f"browser-check: collapsed outputs: {n} toggles tried")
+    return fails, n
 
 
 def check_pdf(root: Path, pages: list[Path]) -> tuple[list[str], int]:
@@ -690,6 +854,10 @@ def main(argv: list[str] | None = None) -> int:
         totals["search"] += n
         if fails:
             failures["search.html"] = fails
+        fails, n = check_toggles(root, pages, browser)
+        totals["toggles"] += n
+        if fails:
+            failures["(collapsed outputs)"] = fails
         browser.close()
     report_budget(stats["budget"])
     report_alt(stats["alt"])
