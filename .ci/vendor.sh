@@ -41,14 +41,18 @@ cat > _vendor/widgets/offline.js <<'JS'
     });
   }
   // ipywidgets typesets labels with the MathJax 2 call MathJax.Hub.Queue; the book loads
-  // MathJax 3, so bridge that one call once MathJax 3 is on the page.
+  // MathJax 3, so bridge that one call once MathJax 3 is on the page. MathJax 3 defines
+  // typesetPromise only when its startup finishes, which the lazy-typesetting component
+  // delays past DOMContentLoaded: so wait for startup.promise inside the call, not before.
   document.addEventListener("DOMContentLoaded", function () {
     var mj = window.MathJax;
-    if (!mj || !mj.startup || !mj.typesetPromise || mj.Hub) return;
+    if (!mj || !mj.startup || mj.Hub) return;
     mj.Hub = {
       Queue: function (job) {
         var el = Array.isArray(job) ? job[2] : undefined;
-        mj.startup.promise.then(function () { return mj.typesetPromise(el ? [el] : undefined); });
+        Promise.resolve(mj.startup.promise).then(function () {
+          return mj.typesetPromise ? mj.typesetPromise(el ? [el] : undefined) : null;
+        });
       },
     };
   });
