@@ -18,6 +18,9 @@ For each HTML page (the redirect ``index.html`` is only link-checked), it assert
 - links: every internal ``href``/``src`` resolves to a file in the build, and every
   ``#fragment`` to an element id in its target page;
 - downloads: a page built from a notebook links to its ``.ipynb``;
+- budget: every page without widgets loads at most ``BUDGET_BYTES`` (every file, uncompressed),
+  and every page is ready (math typeset, widgets drawn, images loaded) within
+  ``BUDGET_SECONDS`` of navigation, the fastest of up to ``READY_TRIES`` cold loads;
 - alt text: every image of the article has a real alt text (not empty, a file name or a hash),
   on every page; images drawn by a live widget are left to the widget check;
 - figures: every image a code cell draws on a chapter page sits in a ``<figure>`` whose caption
@@ -76,6 +79,7 @@ LAZY_TYPESET_ALL_JS = """async () => {
 # typeset, widgets drawn and images loaded.
 BUDGET_BYTES = 3_000_000
 BUDGET_SECONDS = 3.0
+READY_TRIES = 3
 # Widths checked for layout and navigation: phone, tablet, desktop. The main load is at the last.
 WIDTHS = (390, 768, 1400)
 HEIGHTS = {390: 844, 768: 1024, 1400: 900}
@@ -346,6 +350,53 @@ def check_nav(pw_page, width: int, expected: set[str]) -> tuple[list[str], dict]
     return fails, nav
 
 
+def _wait_until_ready(pw_page, soup: BeautifulSoup) -> list[str]:
+    """Wait until math is typeset, widgets drawn and images loaded; return what never was."""
+    fails = []
+    if soup.find("script", src=re.compile(r"mathjax|MathJax")):
+        try:
+            pw_page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                timeout=20_000,
+            )
+            pw_page.evaluate("() => MathJax.startup.promise.then(() => true)")
+        except Exception as e:  # noqa: BLE001 - reported as a page failure
+            fails.append(f"MathJax did not start: {str(e).splitlines()[0]}")
+    if soup.find("script", type="application/vnd.jupyter.widget-view+json"):
+        try:
+            pw_page.wait_for_function(WIDGETS_DONE_JS, timeout=20_000)
+        except Exception:  # noqa: BLE001 - the per-widget check says which one
+            pass
+    # Load lazy images too (e.g. inside collapsed solutions), then wait for all of them.
+    pw_page.evaluate(
+        "() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')"
+    )
+    try:
+        pw_page.wait_for_function(
+            "() => Array.from(document.images).every(i => i.complete)", timeout=15_000
+        )
+    except Exception:  # noqa: BLE001 - the image check names the image
+        pass
+    return fails
+
+
+def cold_ready_seconds(page: Path, browser, soup: BeautifulSoup) -> float:
+    """Seconds from navigation until the page is ready, in a fresh context (nothing cached)."""
+    context = browser.new_context(viewport={"width": WIDTHS[-1], "height": HEIGHTS[WIDTHS[-1]]})
+    pw_page = context.new_page()
+    pw_page.route(
+        lambda url: not url.startswith(("file:", "data:", "blob:", "about:")),
+        lambda r: r.abort("blockedbyclient"),
+    )
+    try:
+        t_load = time.perf_counter()
+        pw_page.goto(page.as_uri(), wait_until="load", timeout=30_000)
+        _wait_until_ready(pw_page, soup)
+        return time.perf_counter() - t_load
+    finally:
+        context.close()
+
+
 def check_page(
     page: Path,
     root: Path,
@@ -415,30 +466,7 @@ def check_page(
         t_load = time.perf_counter()
         pw_page.goto(page.as_uri(), wait_until="load", timeout=30_000)
         has_mathjax = bool(soup.find("script", src=re.compile(r"mathjax|MathJax")))
-        if has_mathjax:
-            try:
-                pw_page.wait_for_function(
-                    "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                    timeout=20_000,
-                )
-                pw_page.evaluate("() => MathJax.startup.promise.then(() => true)")
-            except Exception as e:  # noqa: BLE001 - reported as a page failure
-                fails.append(f"MathJax did not start: {str(e).splitlines()[0]}")
-        if soup.find("script", type="application/vnd.jupyter.widget-view+json"):
-            try:
-                pw_page.wait_for_function(WIDGETS_DONE_JS, timeout=20_000)
-            except Exception:  # noqa: BLE001 - the per-widget check below says which one
-                pass
-        # Load lazy images too (e.g. inside collapsed solutions), then wait for all of them.
-        pw_page.evaluate(
-            "() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')"
-        )
-        try:
-            pw_page.wait_for_function(
-                "() => Array.from(document.images).every(i => i.complete)", timeout=15_000
-            )
-        except Exception:  # noqa: BLE001 - the image check below names the image
-            pass
+        fails.extend(_wait_until_ready(pw_page, soup))
         ready = time.perf_counter() - t_load
         if has_mathjax:
             # Lazy typesetting leaves equations outside the viewport for later; the checks
@@ -487,10 +515,21 @@ def check_page(
     files = {Path(unquote(urlsplit(u).path)) for u in loaded}
     weight = sum(f.stat().st_size for f in files if f.is_file())
     widgets = info["views"] > 0
+    # Time to ready depends on what else the machine is doing: a page over budget gets up to
+    # READY_TRIES cold loads in all, and the fastest counts.
+    tries = 1
+    while ready > BUDGET_SECONDS and tries < READY_TRIES:
+        ready = min(ready, cold_ready_seconds(page, browser, soup))
+        tries += 1
     stats["budget"].append((rel, weight, ready, widgets))
     checks["budget"] += 1
-    # Weight is the site's doing: it fails on every page without widgets (widget pages wait for
-    # the widget rework). Ready time depends on how loaded the machine is: it is reported.
+    checks["ready-time"] += 1
+    if ready > BUDGET_SECONDS:
+        fails.append(
+            f"ready after {ready:.2f} s (fastest of {tries} cold loads), over the "
+            f"{BUDGET_SECONDS:.0f} s budget"
+        )
+    # Weight fails on every page without widgets (widget pages wait for the widget rework).
     if not widgets and weight > BUDGET_BYTES:
         fails.append(
             f"page loads {weight / 1e6:.2f} MB, over the {BUDGET_BYTES / 1e6:.0f} MB budget"
@@ -561,8 +600,6 @@ def report_budget(rows) -> None:
         note = ("over budget: " + ", ".join(over)) if over else "within budget"
         if "weight" in over and widgets:
             note += " (widget page: reported, not failed)"
-        if over == ["time"] or (widgets and "time" in over):
-            note += " (time is reported, not failed)"
         print(f"  {rel:<48} {weight / 1e6:6.2f} MB {ready:5.2f} s  {note}")
 
 
