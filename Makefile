@@ -100,10 +100,11 @@ browser-deps:
 
 # Open every page of _build/html in headless Chromium (Debian's package, driven by Playwright)
 # and check math, images, widgets, local files, console, links, layout and navigation at phone,
-# tablet and desktop width, alt text, page weight and load time, and the PDF when `make pdf` has
-# built it; screenshots go to _build/screenshots/. Builds the book first only when there is none.
+# tablet and desktop width, alt text, page weight and load time, and the whole-book PDF;
+# screenshots go to _build/screenshots/. Builds the PDF (and the book with it) when missing.
 browser-check: $(STAMP) browser-deps
-	@test -f _build/html/index.html || $(MAKE) book
+	@# The check reads the whole-book PDF too: build it (and the site with it) when missing.
+	@test -f _build/html/downloads/$(PDF) || $(MAKE) pdf
 	$(BIN)/python .ci/browser_check.py _build/html --bib references.bib --chromium $(CHROMIUM)
 
 # The whole book as one PDF: Sphinx's single-page HTML build, printed by headless Chromium once

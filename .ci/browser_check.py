@@ -367,17 +367,20 @@ def _wait_until_ready(pw_page, soup: BeautifulSoup) -> list[str]:
             pw_page.wait_for_function(WIDGETS_DONE_JS, timeout=20_000)
         except Exception:  # noqa: BLE001 - the per-widget check says which one
             pass
-    # Load lazy images too (e.g. inside collapsed solutions), then wait for all of them.
-    pw_page.evaluate(
-        "() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')"
-    )
+    # Images the browser loads up front; lazy ones (below the fold, in collapsed solutions)
+    # load as the reader scrolls, like lazily typeset equations, and are not waited for here.
+    _wait_for_images(pw_page)
+    return fails
+
+
+def _wait_for_images(pw_page) -> None:
     try:
         pw_page.wait_for_function(
-            "() => Array.from(document.images).every(i => i.complete)", timeout=15_000
+            "() => Array.from(document.images).every(i => i.loading === 'lazy' || i.complete)",
+            timeout=15_000,
         )
     except Exception:  # noqa: BLE001 - the image check names the image
         pass
-    return fails
 
 
 def cold_ready_seconds(page: Path, browser, soup: BeautifulSoup) -> float:
@@ -468,6 +471,11 @@ def check_page(
         has_mathjax = bool(soup.find("script", src=re.compile(r"mathjax|MathJax")))
         fails.extend(_wait_until_ready(pw_page, soup))
         ready = time.perf_counter() - t_load
+        # Now load the lazy images too, for the image and alt-text checks below.
+        pw_page.evaluate(
+            "() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')"
+        )
+        _wait_for_images(pw_page)
         if has_mathjax:
             # Lazy typesetting leaves equations outside the viewport for later; the checks
             # below look at every equation, so typeset the rest now (after the clock stopped).
@@ -756,14 +764,13 @@ def check_toggles(root: Path, pages: list[Path], browser) -> tuple[list[str], in
 
 
 def check_pdf(root: Path, pages: list[Path]) -> tuple[list[str], int]:
-    """The whole-book PDF, when `make pdf` has built it: every chapter in it, no raw TeX."""
+    """The whole-book PDF is in the site, with every chapter and no raw TeX."""
     import shutil
     import subprocess
 
     pdf = root / PDF_NAME
     if not pdf.is_file():
-        print(f"browser-check: pdf: {PDF_NAME} not built (`make pdf`); not checked")
-        return [], 0
+        return [f"{PDF_NAME} is missing from the site (`make pdf` builds it)"], 1
     if not shutil.which("pdftotext"):
         return ["pdftotext missing (Debian package poppler-utils)"], 1
     text = subprocess.run(

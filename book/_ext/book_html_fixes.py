@@ -11,6 +11,9 @@ Loaded through ``sphinx.local_extensions`` in _config.yml.
   page, for a search-as-you-type box the book does not enable (``search_as_you_type`` is off:
   the search button opens ``search.html``). That is about 140 kB on every page, over the page
   budget on the longest chapters; drop the three tags from every page but the search page.
+- Images load lazily (``loading="lazy"``): a chapter's thirty-odd figures no longer hold up the
+  first screen, which matters most on a phone. Only in the multi-page site: the single page
+  that ``make pdf`` prints needs every image before it prints.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ _SEARCH_TAGS = re.compile(
     r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)'
     r'(?:\?[^"]*)?"></script>\n?'
 )
+# An <img> tag that does not say how to load.
+_EAGER_IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -41,15 +46,16 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> No
     scripts[:] = unique
 
 
-def _drop_search_tools(app, exception) -> None:
+def _lighten_pages(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
+    lazy = app.builder.name == "html"
     for page in out.rglob("*.html"):
-        if page == out / "search.html":
-            continue
         text = page.read_text(encoding="utf-8")
-        lean = _SEARCH_TAGS.sub("", text)
+        lean = text if page == out / "search.html" else _SEARCH_TAGS.sub("", text)
+        if lazy:
+            lean = _EAGER_IMG.sub('<img loading="lazy" ', lean)
         if lean != text:
             page.write_text(lean, encoding="utf-8")
 
@@ -57,5 +63,5 @@ def _drop_search_tools(app, exception) -> None:
 def setup(app):
     # Late priority: after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
-    app.connect("build-finished", _drop_search_tools)
+    app.connect("build-finished", _lighten_pages)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
