@@ -19,7 +19,7 @@ For each HTML page (the redirect ``index.html`` is only link-checked), it assert
   ``#fragment`` to an element id in its target page;
 - downloads: a page built from a notebook links to its ``.ipynb``;
 - budget: every page without widgets loads at most ``BUDGET_BYTES`` (every file, uncompressed),
-  and every page is ready (math typeset, widgets drawn, images loaded) within
+  and every page is ready (math typeset, widgets drawn, first-screen images loaded) within
   ``BUDGET_SECONDS`` of navigation, the fastest of up to ``READY_TRIES`` cold loads;
 - alt text: every image of the article has a real alt text (not empty, a file name or a hash),
   on every page; images drawn by a live widget are left to the widget check;
