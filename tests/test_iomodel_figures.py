@@ -153,3 +153,14 @@ def test_builder_refuses_bad_input(name, call, argument):
 
 def test_every_builder_has_a_bad_input_case():
     assert {name for name, _, _ in BAD} == set(plots.iomodel.__all__)
+
+
+def test_live_figure_builders_of_chapters_2_and_4_draw_their_point():
+    fig = plots.matmul_io_at(10, 12)
+    assert fig.axes[1].get_title() == "at M = 1024: largest fitting b = 18"
+    assert any(line.get_label() == "b = 12" for line in fig.axes[1].lines)
+    plt.close(fig)
+    fig = plots.smallcache_crossover_at(7, 13)
+    assert fig.axes[0].get_title() == "backward pass, n = 8192, d = 128"
+    assert fig.crossover_M == plots.smallcache_crossover_figure(8192, 128).crossover_M
+    plt.close("all")
