@@ -110,10 +110,10 @@ def test_builders_refuse_bad_input(call, match):
     plt.close("all")
 
 
-def test_method_costs_at_every_frame_of_chapter_9_keeps_each_method_inside_the_axes():
-    """Chapter 9's live figure: at every point of its grid each method keeps its tick, a
-    feasible method has its bar (the polynomial one included), and an infeasible one is
-    labelled inside the axes."""
+def test_method_costs_at_keeps_each_method_inside_the_axes_over_chapter_9s_range():
+    """Chapter 9's live figure, on a grid wider than its own (n = 2^8 ... 2^22, B = 0.05 ...
+    3, both machines): each method keeps its tick, a feasible method has its bar (the
+    polynomial one included), and an infeasible one is labelled inside the axes."""
     from attnlib.machines import BOOK_MACHINES
 
     seen_infeasible = set()
