@@ -205,6 +205,11 @@ def render_frame(draw, point: dict, *, dpi: int = FRAME_DPI, colors: int = FRAME
     return out.getvalue()
 
 
+def _listed(labels) -> list:
+    """Labels as listed in a sentence: quoted if one of them holds a comma."""
+    return [repr(t) for t in labels] if any("," in t for t in labels) else list(labels)
+
+
 def _json(obj) -> str:
     """JSON safe inside a <script> element and an HTML attribute's quotes."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
@@ -277,7 +282,7 @@ class LiveFigure:
 
     def __repr__(self) -> str:
         grids = " × ".join(
-            f"{c.description} ∈ {{{', '.join(c.labels)}}}" for c in self.controls.values()
+            f"{c.description} ∈ {{{', '.join(_listed(c.labels))}}}" for c in self.controls.values()
         )
         start = ", ".join(f"{c.description} = {c.labels[c.index]}" for c in self.controls.values())
         return (
