@@ -42,6 +42,7 @@ VALID = {
         NS, BS, _map(), methods=METHODS, eps=1e-3, M=2**16, title="t", band=(1.0, 3.0)
     ),
     "method_costs": lambda: plots.method_costs_figure(advise(2**14, 64, 0.3, 1e-3, 2**16)),
+    "method_costs_at": lambda: plots.method_costs_at(14, 64, 0.3, "H100 SM, bf16", 3),
 }
 
 
