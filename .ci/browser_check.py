@@ -11,21 +11,32 @@ For each HTML page (the redirect ``index.html`` is only link-checked), it assert
 - images: every ``<img>`` finished loading with ``naturalWidth > 0``;
 - widgets: every embedded widget view (``application/vnd.jupyter.widget-view+json``) was
   replaced by a visible rendered element, and no output shows a widget as plain text (a sign
-  that the notebook was executed without ``store_widget_state``);
+  that the notebook was executed without ``store_widget_state``). The chapters embed no
+  widget view any more (their figures are live figures, below); the check stays for any that
+  comes back;
+- live figures (``attnlib.widgets.live_figure``), at 390 and 1400 px: the page stores one
+  frame per point of the controls' grid; each control has a label, a readout and (a slider)
+  an ``aria-valuetext`` with the value as a reader writes it; moving each control (arrow key
+  on a slider, another option of a drop-down list) changes the image, its readout and its
+  alt text, which names the control values; and the frame shown after each move has exactly
+  the pixels that ``attnlib.widgets.render_frame`` gives for the ``data-draw`` function at
+  the frame's point, recomputed in this process (no tolerance: same code, same matplotlib
+  and Pillow). A screenshot of each figure after the moves goes next to the page's;
 - local files: no request for a ``file://`` URL failed (a 404 in a served book);
 - console: no JavaScript error or uncaught exception, apart from the errors that the blocked
   requests below cause;
 - links: every internal ``href``/``src`` resolves to a file in the build, and every
   ``#fragment`` to an element id in its target page;
 - downloads: a page built from a notebook links to its ``.ipynb``;
-- budget: every page without widgets loads at most ``BUDGET_BYTES`` (every file, uncompressed),
-  and every page is ready (math typeset, widgets drawn, first-screen images loaded) within
-  ``BUDGET_SECONDS`` of navigation, the fastest of up to ``READY_TRIES`` cold loads;
+- budget: every page loads at most ``BUDGET_BYTES`` (every file, uncompressed) and is ready
+  (math typeset, widgets drawn, first-screen images loaded) within ``BUDGET_SECONDS`` of
+  navigation, the fastest of up to ``READY_TRIES`` cold loads;
 - alt text: every image of the article has a real alt text (not empty, a file name or a hash),
-  on every page; images drawn by a live widget are left to the widget check;
+  on every page; images drawn by a live ipywidgets widget are left to the widget check;
 - figures: every image a code cell draws on a chapter page sits in a ``<figure>`` whose caption
   is numbered "Figure N.k", N the chapter's number (the unnumbered preface: "Figure k"), and k
-  runs 1, 2, ... on each page;
+  runs 1, 2, ... on each page; a live figure, which redraws a numbered figure at other points,
+  is not numbered;
 - glossary: every page built from a notebook links at least one glossary term, every term link
   points at a term of the glossary page, and no term is left unlinked (an unknown term);
 - collapsed outputs: each output hidden behind a toggle (``hide-output``) opens when its
@@ -44,6 +55,7 @@ Exit status 1 on any failure, with one line per failed check, naming the page.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -522,14 +534,13 @@ def check_page(
     # Weight and readiness: every local file the page loaded, uncompressed.
     files = {Path(unquote(urlsplit(u).path)) for u in loaded}
     weight = sum(f.stat().st_size for f in files if f.is_file())
-    widgets = info["views"] > 0
     # Time to ready depends on what else the machine is doing: a page over budget gets up to
     # READY_TRIES cold loads in all, and the fastest counts.
     tries = 1
     while ready > BUDGET_SECONDS and tries < READY_TRIES:
         ready = min(ready, cold_ready_seconds(page, browser, soup))
         tries += 1
-    stats["budget"].append((rel, weight, ready, widgets))
+    stats["budget"].append((rel, weight, ready, html.count("data-live-figure=")))
     checks["budget"] += 1
     checks["ready-time"] += 1
     if ready > BUDGET_SECONDS:
@@ -537,8 +548,8 @@ def check_page(
             f"ready after {ready:.2f} s (fastest of {tries} cold loads), over the "
             f"{BUDGET_SECONDS:.0f} s budget"
         )
-    # Weight fails on every page without widgets (widget pages wait for the widget rework).
-    if not widgets and weight > BUDGET_BYTES:
+    # Weight is the site's doing: it fails on every page.
+    if weight > BUDGET_BYTES:
         fails.append(
             f"page loads {weight / 1e6:.2f} MB, over the {BUDGET_BYTES / 1e6:.0f} MB budget"
         )
@@ -606,8 +617,8 @@ def report_budget(rows) -> None:
         if ready > BUDGET_SECONDS:
             over.append("time")
         note = ("over budget: " + ", ".join(over)) if over else "within budget"
-        if "weight" in over and widgets:
-            note += " (widget page: reported, not failed)"
+        if widgets:
+            note += f" ({widgets} live figures)"
         print(f"  {rel:<48} {weight / 1e6:6.2f} MB {ready:5.2f} s  {note}")
 
 
@@ -661,7 +672,11 @@ def check_figures(rel: str, root: Path, soup: BeautifulSoup) -> tuple[list[str],
     if not is_chapter(rel, root):
         return [], 0
     article = soup.select_one(".bd-article") or soup
-    images = [img for img in article.select(".cell_output img") if not _widget_cell(img)]
+    images = [
+        img
+        for img in article.select(".cell_output img")
+        if not _widget_cell(img) and not img.find_parent(attrs={"data-live-figure": True})
+    ]
     fails, numbers = [], []
     chapter = chapter_number(rel)
     for img in images:
@@ -761,6 +776,175 @@ def check_toggles(root: Path, pages: list[Path], browser) -> tuple[list[str], in
         context.close()
     print(f"browser-check: collapsed outputs: {n} toggles tried")
     return fails, n
+
+
+# Live figures (attnlib.widgets.live_figure): their controls, as the page shows them.
+LIVE_STATE_JS = r"""
+(fig) => {
+  const img = fig.querySelector('img');
+  const controls = Array.from(fig.querySelectorAll('[data-control]')).map(el => {
+    const label = fig.querySelector('label[for="' + el.id + '"]');
+    const out = fig.querySelector('output[for="' + el.id + '"]');
+    const r = el.getBoundingClientRect();
+    return {id: el.id, tag: el.tagName.toLowerCase(), type: el.type || '', value: el.value,
+            max: el.max === undefined ? null : el.max, options: el.options ? el.options.length : 0,
+            label: label ? label.textContent.trim() : null, aria: el.getAttribute('aria-label'),
+            valuetext: el.getAttribute('aria-valuetext'), readout: out ? out.textContent : null,
+            visible: r.width > 0 && r.height > 0};
+  });
+  const data = JSON.parse(fig.querySelector('script.live-figure-data').textContent);
+  const r = img.getBoundingClientRect();
+  return {src: img.getAttribute('src'), alt: img.getAttribute('alt'), point: img.dataset.point,
+          ok: img.complete && img.naturalWidth > 0, right: r.right, viewport: window.innerWidth,
+          name: fig.dataset.liveFigure, draw: fig.dataset.draw, controls,
+          frames: data.frames.length, points: data.frames.map(f => JSON.stringify(f.point)),
+          grid: data.controls.map(c => c.labels.length), labels: data.controls.map(c => c.labels)};
+}
+"""
+# A value as a reader would not write it: a float's rounding residue.
+UGLY_NUMBER = re.compile(r"\d\.\d*(0000|9999)\d")
+LIVE_WIDTHS = (390, 1400)
+
+
+class Frames:
+    """Frames recomputed in this process by attnlib.widgets.render_frame, once per point."""
+
+    def __init__(self):
+        self._cache: dict[tuple[str, str], object] = {}
+
+    def __call__(self, spec: str, point: str):
+        import io
+
+        import matplotlib
+        import numpy as np
+        from PIL import Image
+
+        matplotlib.use("Agg")
+        from attnlib import widgets
+
+        key = (spec, point)
+        if key not in self._cache:
+            png = widgets.render_frame(widgets.resolve_draw(spec), json.loads(point))
+            self._cache[key] = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        return self._cache[key]
+
+
+def _shown_pixels(src: str):
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    head, _, payload = src.partition(",")
+    if head != "data:image/png;base64":
+        raise ValueError(f"the frame is not an inline PNG: {head[:40]}")
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(payload))).convert("RGB"))
+
+
+def _check_live_state(st: dict, where: str, frames: Frames) -> list[str]:
+    """One state of a live figure: controls labelled, values readable, the frame recomputed."""
+    import numpy as np
+
+    fails = []
+    if not st["ok"]:
+        fails.append(f"{where}: the image did not load")
+    if st["right"] > st["viewport"] + 1:
+        fails.append(f"{where}: the image is wider than the viewport ({st['right']:.0f}px)")
+    if TRIVIAL_ALT.search(st["alt"] or ""):
+        fails.append(f"{where}: the image has no real alt text")
+    for c in st["controls"]:
+        if not c["label"] or not c["aria"]:
+            fails.append(f"{where}: control {c['id']} has no label")
+        if not c["visible"]:
+            fails.append(f"{where}: control {c['id']} is not visible")
+        if c["type"] == "range" and not c["valuetext"]:
+            fails.append(f"{where}: slider {c['id']} has no aria-valuetext")
+        for text in (c["readout"], c["valuetext"]):
+            if text and UGLY_NUMBER.search(text):
+                fails.append(f"{where}: control {c['id']} reads {text!r}")
+        if not c["readout"] or c["readout"] not in (st["alt"] or ""):
+            fails.append(f"{where}: the alt text does not name {c['id']} = {c['readout']!r}")
+    try:
+        shown = _shown_pixels(st["src"])
+        want = frames(st["draw"], st["point"])
+    except Exception as e:  # noqa: BLE001 - reported as a failure
+        return fails + [f"{where}: frame at {st['point']} not recomputed: {e}"]
+    if shown.shape != want.shape or not np.array_equal(shown, want):
+        fails.append(f"{where}: the frame shown at {st['point']} differs from {st['draw']}'s")
+    return fails
+
+
+def check_live_figures(
+    root: Path, pages: list[Path], browser, shots: Path
+) -> tuple[list[str], int, list]:
+    """Each live figure, at each width of LIVE_WIDTHS: move every control, see the frame
+    change, and compare the frame shown with the one recomputed from its point."""
+    fails, n, rows = [], 0, []
+    frames = Frames()
+    for page in pages:
+        if "data-live-figure=" not in page.read_text(encoding="utf-8", errors="replace"):
+            continue
+        rel = page.relative_to(root).as_posix()
+        for width in LIVE_WIDTHS:
+            context = browser.new_context(viewport={"width": width, "height": HEIGHTS[width]})
+            pw_page = context.new_page()
+            pw_page.route(
+                lambda url: not url.startswith(("file:", "data:", "blob:", "about:")),
+                lambda r: r.abort("blockedbyclient"),
+            )
+            try:
+                pw_page.goto(page.as_uri(), wait_until="load", timeout=30_000)
+                for fig in pw_page.query_selector_all("[data-live-figure]"):
+                    st = pw_page.evaluate(LIVE_STATE_JS, fig)
+                    where = f"{rel} {width}px {st['name']}"
+                    n += 1
+                    if width == LIVE_WIDTHS[-1]:
+                        rows.append((rel, st["name"], st["frames"]))
+                    grid = 1
+                    for g in st["grid"]:
+                        grid *= g
+                    if st["frames"] != grid or len(set(st["points"])) != grid:
+                        fails.append(f"{where}: {st['frames']} frames for a grid of {grid} points")
+                    fails += _check_live_state(st, where, frames)
+                    for c in st["controls"]:
+                        n += 1
+                        el = fig.query_selector(f"#{c['id']}")
+                        el.scroll_into_view_if_needed()
+                        if c["tag"] == "select":
+                            j = (int(c["value"]) + 1) % c["options"]
+                            el.select_option(str(j))
+                        else:
+                            el.focus()
+                            at_end = int(c["value"]) >= int(c["max"])
+                            pw_page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+                        pw_page.wait_for_timeout(50)
+                        moved = pw_page.evaluate(LIVE_STATE_JS, fig)
+                        now = next(x for x in moved["controls"] if x["id"] == c["id"])
+                        if now["value"] == c["value"]:
+                            fails.append(f"{where}: {c['id']} did not move")
+                            continue
+                        if moved["src"] == st["src"]:
+                            fails.append(f"{where}: moving {c['id']} did not change the image")
+                        if now["readout"] == c["readout"] or moved["alt"] == st["alt"]:
+                            fails.append(f"{where}: moving {c['id']} left its readout or alt")
+                        if c["type"] == "range" and now["valuetext"] == c["valuetext"]:
+                            fails.append(f"{where}: moving {c['id']} left its aria-valuetext")
+                        fails += _check_live_state(moved, f"{where} after {c['id']}", frames)
+                        st = moved
+                    stem = rel.replace("/", "__").removesuffix(".html")
+                    fig.screenshot(path=str(shots / f"{stem}@{width}-live-{st['name']}.png"))
+            except Exception as e:  # noqa: BLE001 - reported as a failure
+                fails.append(f"{rel} {width}px: live figure check failed: {str(e).splitlines()[0]}")
+            context.close()
+    print(
+        f"browser-check: live figures: {len(rows)} on {len({r[0] for r in rows})} pages, "
+        f"{n} states checked at {' and '.join(map(str, LIVE_WIDTHS))} px, "
+        f"{len(frames._cache)} frames recomputed"
+    )
+    for rel, name, count in rows:
+        print(f"  {rel:<48} {name:<24} {count:4d} frames")
+    return fails, n, rows
 
 
 def check_pdf(root: Path, pages: list[Path]) -> tuple[list[str], int]:
@@ -902,6 +1086,10 @@ def main(argv: list[str] | None = None) -> int:
         totals["toggles"] += n
         if fails:
             failures["(collapsed outputs)"] = fails
+        fails, n, _ = check_live_figures(root, pages, browser, shots)
+        totals["live-figures"] += n
+        if fails:
+            failures["(live figures)"] = fails
         browser.close()
     report_budget(stats["budget"])
     report_alt(stats["alt"])

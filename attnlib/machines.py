@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._checks import AttnInputError, check_choice, check_int, check_positive_real
-from .iomodel.roofline import GIB, MIB, WORD_BYTES, Device, machine_balance
+from .iomodel.roofline import GIB, H100_SXM5, MIB, WORD_BYTES, Device, machine_balance
 
-__all__ = ["CpuCore", "BOOK_CPU_CORE", "machine"]
+__all__ = ["CpuCore", "BOOK_CPU_CORE", "BOOK_MACHINES", "machine"]
 
 
 @dataclass(frozen=True)
@@ -106,3 +106,10 @@ def machine(device, dtype: str) -> dict:
         "flops_per_word": machine_balance(device, dtype),
         "slow_memory": device.memory_bytes // word,
     }
+
+
+# The two machines of Chapter 9's maps, by the names its figures print.
+BOOK_MACHINES = {
+    "H100 SM, bf16": machine(H100_SXM5, "bf16"),
+    "CPU core, fp64": machine(BOOK_CPU_CORE, "fp64"),
+}

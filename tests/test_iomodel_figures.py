@@ -46,6 +46,7 @@ def _ratios():
 BUILDERS = {
     "schedule_figure": lambda: plots.schedule_figure(_schedule_log(), 12),
     "matmul_io_figure": lambda: plots.matmul_io_figure(16, 16, 16, M=48, tile=4),
+    "matmul_io_at": lambda: plots.matmul_io_at(6, 4),
     "recompute_crossover_figure": lambda: plots.recompute_crossover_figure(
         [10, 100], [5.0, 4.0], [9.0, 1.0], 50, n=64, d=8
     ),
@@ -62,6 +63,7 @@ BUILDERS = {
         *io.words_by_array(_schedule_log()), ["A", "B", "C"], title="tiled"
     ),
     "smallcache_crossover_figure": lambda: plots.smallcache_crossover_figure(256, 8),
+    "smallcache_crossover_at": lambda: plots.smallcache_crossover_at(3, 8),
     "smallcache_crossover_grid": lambda: plots.smallcache_crossover_grid(
         [(8, 256), (8, 512), (16, 256), (16, 512)]
     ),
@@ -98,6 +100,9 @@ BAD = [
     ("schedule_figure", lambda: plots.schedule_figure(_schedule_log(), 0), "M"),
     ("matmul_io_figure", lambda: plots.matmul_io_figure(4, 4, 4, M=2), "M"),
     ("matmul_io_figure", lambda: plots.matmul_io_figure(4, 0, 4, M=12), "k"),
+    ("matmul_io_at", lambda: plots.matmul_io_at(1, 2), "M"),
+    ("matmul_io_at", lambda: plots.matmul_io_at(6, 0), "tile"),
+    ("smallcache_crossover_at", lambda: plots.smallcache_crossover_at(0, 8), "d"),
     (
         "recompute_crossover_figure",
         lambda: plots.recompute_crossover_figure([1, 2], [1.0], [1.0, 2.0], 1, n=4, d=2),
@@ -153,3 +158,14 @@ def test_builder_refuses_bad_input(name, call, argument):
 
 def test_every_builder_has_a_bad_input_case():
     assert {name for name, _, _ in BAD} == set(plots.iomodel.__all__)
+
+
+def test_live_figure_builders_of_chapters_2_and_4_draw_their_point():
+    fig = plots.matmul_io_at(10, 12)
+    assert fig.axes[1].get_title() == "at M = 1024: largest fitting b = 18"
+    assert any(line.get_label() == "b = 12" for line in fig.axes[1].lines)
+    plt.close(fig)
+    fig = plots.smallcache_crossover_at(7, 13)
+    assert fig.axes[0].get_title() == "backward pass, n = 8192, d = 128"
+    assert fig.crossover_M == plots.smallcache_crossover_figure(8192, 128).crossover_M
+    plt.close("all")

@@ -16,12 +16,14 @@ from . import label_ticks, loglog_figure
 __all__ = [
     "schedule_figure",
     "matmul_io_figure",
+    "matmul_io_at",
     "recompute_crossover_figure",
     "growth_in_n_figure",
     "backward_bound_figure",
     "gpu_memory_figure",
     "words_by_array_figure",
     "smallcache_crossover_figure",
+    "smallcache_crossover_at",
     "smallcache_advantage_figure",
     "smallcache_crossover_grid",
     "bound_ratio_figure",
@@ -153,6 +155,12 @@ def matmul_io_figure(m: int, k: int, p: int, *, M: int, tile: int | None = None,
     for a in (ax, ax_b):
         a.legend(fontsize=8)
     return fig
+
+
+def matmul_io_at(log2_M: int, tile: int):
+    """Chapter 2's live figure: :func:`matmul_io_figure` for 256×256 by 256×256 at cache
+    M = 2**log2_M words and tile side ``tile``."""
+    return matmul_io_figure(256, 256, 256, M=2**log2_M, tile=tile)
 
 
 def recompute_crossover_figure(Ms, standard, flash, crossover: int, *, n: int, d: int):
@@ -302,6 +310,12 @@ def smallcache_crossover_figure(n: int, d: int, *, ax=None, M_max: int | None = 
     ax.legend(fontsize=8)
     fig.crossover_M = cross
     return fig
+
+
+def smallcache_crossover_at(log2_d: int, log2_n: int):
+    """Chapter 4's live figure: :func:`smallcache_crossover_figure` at head dimension
+    d = 2**log2_d and sequence length n = 2**log2_n."""
+    return smallcache_crossover_figure(2**log2_n, 2**log2_d)
 
 
 def smallcache_crossover_grid(cases):

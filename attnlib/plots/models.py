@@ -21,6 +21,7 @@ __all__ = [
     "depth_error_figure",
     "decision_map_figure",
     "method_costs_figure",
+    "method_costs_at",
 ]
 
 
@@ -439,22 +440,27 @@ def method_costs_figure(advice, *, machine: str = ""):
     colors = _colors()
     a = advice
     fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    costs = [c.cost if c.feasible else np.nan for c in a.costs]
-    bars = ax.bar(
-        METHODS, costs, color=[colors[1] if m == a.method else colors[0] for m in METHODS]
-    )
-    for bar, c in zip(bars, a.costs, strict=True):
-        if not c.feasible:
-            ax.text(
-                bar.get_x() + bar.get_width() / 2,
-                1,
-                "infeasible",
-                ha="center",
-                va="bottom",
-                rotation=90,
-                fontsize=8,
-                transform=ax.get_xaxis_transform(),
-            )
+    # Numeric positions, so that every method keeps its place and its tick label even when it
+    # has no bar; an infeasible method is labelled inside the axes, from the bottom.
+    x = np.arange(len(METHODS))
+    feasible = np.array([c.feasible for c in a.costs])
+    costs = np.array([c.cost for c in a.costs], dtype=float)
+    bar_colors = [colors[1] if m == a.method else colors[0] for m in METHODS]
+    ax.bar(x[feasible], costs[feasible], color=[bar_colors[i] for i in x[feasible]])
+    for i in x[~feasible]:
+        ax.text(
+            i,
+            0.03,
+            "infeasible",
+            ha="center",
+            va="bottom",
+            rotation=90,
+            fontsize=8,
+            color="0.35",
+            transform=ax.get_xaxis_transform(),
+        )
+    ax.set_xticks(x, METHODS)
+    ax.set_xlim(-0.5, len(METHODS) - 0.5)
     ax.set_yscale("log")
     ax.set_ylabel("cost (flop-equivalents)")
     ax.set_xlabel("method")
@@ -473,3 +479,15 @@ def method_costs_figure(advice, *, machine: str = ""):
     )
     add_takeaway(fig, f"Recommended: {a.method} ({a.reason}).")
     return fig
+
+
+def method_costs_at(log2_n: int, d: int, B: float, machine: str, eps_exp: int):
+    """Chapter 9's live figure: :func:`method_costs_figure` of :func:`attnlib.advise` at
+    n = 2**log2_n, head dimension d, entry bound B and eps = 10**-eps_exp on ``machine``, a
+    name of :data:`attnlib.machines.BOOK_MACHINES`."""
+    from ..advice import advise
+    from ..machines import BOOK_MACHINES
+
+    return method_costs_figure(
+        advise(2**log2_n, d, B, 10.0**-eps_exp, **BOOK_MACHINES[machine]), machine=machine
+    )
