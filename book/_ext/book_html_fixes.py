@@ -26,8 +26,9 @@ _SEARCH_TAGS = re.compile(
     r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)'
     r'(?:\?[^"]*)?"></script>\n?'
 )
-# An <img> tag that does not say how to load.
-_EAGER_IMG = re.compile(r"<img (?![^>]*\bloading=)")
+# An <img> tag that does not say how to load, of a file (an inline data: image, such as a live
+# figure's frame, is in the page already; deferring it only delays its drawing).
+_EAGER_IMG = re.compile(r"<img (?![^>]*\bloading=)(?![^>]*\bsrc=\"data:)")
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
