@@ -2904,8 +2904,17 @@ valid(0, "heads_sharing_l2", "h100", lambda: hy.heads_sharing_l2(H100, 16, 64), 
 
 @pytest.fixture(scope="module", autouse=True)
 def warm_up():
-    """Load the model once, outside the per-case time limit."""
+    """Load the model and compile the kernels once, outside the per-case time limit.
+
+    A fresh clone has no on-disk numba cache, and a cold compile takes 10-15 s per kernel and
+    dtype on 2 cores. That is not a hang, and an alarm raised inside the compiler leaves numba
+    half-way through writing its cache, so no case may be the first to compile.
+    """
     _model()
+    for dtype in (np.float32, np.float64):
+        q = np.arange(12, dtype=dtype).reshape(3, 4) / 12
+        O, lse = al.flash_forward(q, q, q)
+        al.flash_backward(q, q, q, O, np.ones_like(O), lse)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
