@@ -30,17 +30,31 @@ def _validated(Q, K, V, scale, mask, is_causal, enable_gqa, causal_mask):
     return Q, K, V, g, tau, mask, causal
 
 
-def forward_heads(Q, K, V, *, scale, mask, is_causal, enable_gqa, forward, causal_mask=False):
+def _flat(x: np.ndarray) -> np.ndarray:
+    """(..., H, rows, cols) as (heads, rows, cols): the batch and head axes in one."""
+    return x.reshape(-1, *x.shape[-2:])
+
+
+def forward_heads(
+    Q, K, V, *, scale, mask, is_causal, enable_gqa, forward, causal_mask=False, all_heads=None
+):
     """O (..., H, n, d_v) and lse (..., H, n) from ``forward(q, k, v, tau, keep, is_causal)``,
     a 2-D forward pass returning (o, lse), run on every head in order. Arguments as in
     :func:`attnlib.attention_forward`; ``causal_mask`` hands causality to ``forward`` as its
-    keep-mask instead of its flag. Raises AttnInputError for invalid arguments."""
+    keep-mask instead of its flag. Without a mask, ``all_heads(q, k, v, tau, is_causal, g)``,
+    if given, runs every head at once on (heads, n, d) arrays (the batch and head axes
+    flattened; query head h reads key/value head h // g), or returns None to decline. Raises
+    AttnInputError for invalid arguments."""
     Q, K, V, g, tau, mask, causal = _validated(
         Q, K, V, scale, mask, is_causal, enable_gqa, causal_mask
     )
     dtype = float_dtype(Q, K, V)
     Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
     *batch, H, n, _ = Q.shape
+    if all_heads is not None and mask is None:
+        done = all_heads(_flat(Q), _flat(K), _flat(V), tau, causal, g)
+        if done is not None:
+            return done[0].reshape(*batch, H, n, -1), done[1].reshape(*batch, H, n)
     O = np.empty((*batch, H, n, V.shape[-1]), dtype=dtype)
     lse = np.empty((*batch, H, n), dtype=dtype)
     for b in np.ndindex(*batch):
@@ -52,10 +66,24 @@ def forward_heads(Q, K, V, *, scale, mask, is_causal, enable_gqa, forward, causa
 
 
 def backward_heads(
-    Q, K, V, O, dO, lse, *, scale, mask, is_causal, enable_gqa, backward, causal_mask=False
+    Q,
+    K,
+    V,
+    O,
+    dO,
+    lse,
+    *,
+    scale,
+    mask,
+    is_causal,
+    enable_gqa,
+    backward,
+    causal_mask=False,
+    all_heads=None,
 ):
     """dQ, dK, dV from ``backward(q, k, v, o, do, lse, tau, keep, is_causal)``, a 2-D backward
-    pass returning (dq, dk, dv), run on every head; arguments as in :func:`forward_heads`.
+    pass returning (dq, dk, dv), run on every head; arguments as in :func:`forward_heads`,
+    and ``all_heads(q, k, v, o, do, lse, tau, is_causal, g)`` as there.
 
     dK and dV of a key/value head shared by g query heads are the sums of their g gradients,
     added in the fixed order of the query heads (h = j·g, j·g + 1, ...), so the result depends
@@ -68,6 +96,11 @@ def backward_heads(
     O, dO, lse = check_batched_outputs(O, dO, lse, (*batch, H, n), V.shape[-1])
     dtype = float_dtype(Q, K, V, O, dO, lse)
     Q, K, V, O, dO, lse = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
+    if all_heads is not None and mask is None:
+        flat = (_flat(x) for x in (Q, K, V, O, dO))
+        done = all_heads(*flat, lse.reshape(-1, n), tau, causal, g)
+        if done is not None:
+            return tuple(grad.reshape(x.shape) for grad, x in zip(done, (Q, K, V), strict=True))
     dQ = np.empty(Q.shape, dtype=dtype)
     dK = np.zeros(K.shape, dtype=dtype)
     dV = np.zeros(V.shape, dtype=dtype)

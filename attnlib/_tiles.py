@@ -64,20 +64,30 @@ class Upstream(NamedTuple):
 # Tile sizes, groups and extra memory
 # ---------------------------------------------------------------------------------------
 
-#: OpenBLAS runs a gemm with m·n·k ≤ 4·65536 on the calling thread (interface/gemm.c,
-#: GEMM_MULTITHREAD_THRESHOLD). A larger tile product would start BLAS threads inside our own
-#: parallel loop, oversubscribing the cores.
-GEMM_SINGLE_THREAD = 1 << 18
+#: The query and key rows of a tile, at most: 256 × 256 tiles of scores (256 KiB in float32).
+#: Chosen by timing the kernels over tile shapes at d = 32, 64 and 128 on a 2-core machine
+#: (chapter 10): smaller tiles spend more of their time in BLAS's per-call work (packing the
+#: operands) and in the loops between the products; larger ones leave too few blocks to share
+#: among threads at n = 512 and gain nothing at large n.
+MAX_BLOCK = 256
+
+#: The most multiply-adds of one tile product, B_r·B_c·max(d, d_v) ≤ 2^23: for heads wider
+#: than 128 the tiles shrink, which bounds what one thread works on (a tile of scores and its
+#: blocks of Q, K, V, dO) as heads grow.
+#: Products this large are ones that OpenBLAS would split over threads of its own (above 2^18,
+#: interface/gemm.c), so the kernels pin BLAS to the calling thread while they run
+#: (:func:`attnlib.fast.blas_on_calling_thread`): the threads are numba's, one per block.
+TILE_MULADDS = 1 << 23
 
 
 def block_sizes(d: int, dv: int | None = None) -> tuple[int, int]:
     """(B_r, B_c): query rows and key rows per tile of the compiled kernels, for head
     dimensions d and d_v (default d).
 
-    A 64 × 64 tile of scores (16 KiB in float32) sits in L1 next to the 64 × d blocks of Q, K
-    and V in L2 (48 KiB L1d and 2 MiB L2 per core on the machine we tuned on). B_r shrinks for
-    wide heads so that every tile product stays below :data:`GEMM_SINGLE_THREAD`
-    multiply-adds, and grows for narrow ones (fewer, larger gemm calls).
+    :data:`MAX_BLOCK` × :data:`MAX_BLOCK`, with B_r and then B_c halved in turn (not below 16)
+    while a tile product, B_r·B_c·max(d, d_v) multiply-adds, exceeds :data:`TILE_MULADDS`.
+    The sizes depend on the head dimensions only, never on the threads, so neither do the
+    results.
 
     Raises
     ------
@@ -86,18 +96,17 @@ def block_sizes(d: int, dv: int | None = None) -> tuple[int, int]:
 
     Examples
     --------
-    >>> block_sizes(64), block_sizes(128)
-    ((64, 64), (32, 64))
+    >>> block_sizes(64), block_sizes(256), block_sizes(512)
+    ((256, 256), (128, 256), (128, 128))
     """
     d = check_int("d", d)
     w = max(d, d if dv is None else check_int("dv", dv))
-    br, bc = 64, 64
-    while br * bc * w * 2 <= GEMM_SINGLE_THREAD and br < 256:
-        br *= 2
-    while br * bc * w > GEMM_SINGLE_THREAD and br > 16:
-        br //= 2
-    while br * bc * w > GEMM_SINGLE_THREAD and bc > 16:
-        bc //= 2
+    br = bc = MAX_BLOCK
+    while br * bc * w > TILE_MULADDS and (br > 16 or bc > 16):
+        if br >= bc and br > 16:
+            br //= 2
+        else:
+            bc //= 2
     return br, bc
 
 
@@ -112,39 +121,50 @@ def dq_groups(m: int, d: int, dv: int | None = None) -> int:
 
     Examples
     --------
-    >>> dq_groups(4096, 64), dq_groups(100, 64), dq_groups(64, 64)
+    >>> dq_groups(4096, 64), dq_groups(300, 64), dq_groups(64, 64)
     (4, 2, 1)
     """
     m = check_int("m", m)
     return min(DQ_GROUPS, -(-m // block_sizes(d, dv)[1]))
 
 
-def extra_memory_bytes(n: int, m: int, d: int, dv: int | None = None, *, dtype="float32") -> int:
+def extra_memory_bytes(
+    n: int, m: int, d: int, dv: int | None = None, *, dtype="float32", threads: int = 0
+) -> int:
     """Bytes that :func:`flash_forward` followed by :func:`flash_backward` allocate beyond
-    their inputs, per-thread scratch aside (chapter 10's proposition on extra memory):
+    their inputs (chapter 10's proposition on extra memory):
 
     - the outputs O, lse, dQ, dK and dV: n(d_v + 1) + nd + m(d + d_v) numbers;
     - the blocked transposes of K and V: m(d + d_v) numbers;
     - the G - 1 extra copies of dQ (:func:`dq_groups`): (G - 1)·nd numbers;
-    - D = rowsum(dO∘O): n float64 numbers.
+    - D = rowsum(dO∘O): n float64 numbers;
+    - with ``threads`` > 0, the scratch of that many threads, each working on one block at a
+      time: about 4·B_rB_c + B_r(d_v + 4) + B_c + 26 numbers (the forward's three tiles and
+      accumulator, or the backward's four tiles) and 3·B_r float64 numbers.
 
     Numbers take the bytes of ``dtype`` ("float32" or "float64").
 
     Raises
     ------
     AttnInputError
-        if a size is not a positive integer or ``dtype`` is not "float32" or "float64".
+        if a size is not a positive integer, ``threads`` is negative, or ``dtype`` is not
+        "float32" or "float64".
 
     Examples
     --------
     >>> extra_memory_bytes(4096, 4096, 64) / 2**20
     9.046875
+    >>> (extra_memory_bytes(4096, 4096, 64, threads=2) - extra_memory_bytes(4096, 4096, 64)) / 2**20
+    2.1466827392578125
     """
     n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
     dv = d if dv is None else check_int("dv", dv)
+    threads = check_int("threads", threads, minimum=0)
     size = np.dtype(check_choice("dtype", dtype, ("float32", "float64"))).itemsize
     words = n * (dv + 1) + n * d + 2 * m * (d + dv) + (dq_groups(m, d, dv) - 1) * n * d
-    return size * words + 8 * n
+    br, bc = block_sizes(d, dv)
+    scratch = size * (4 * br * bc + br * (dv + 4) + bc + 26) + 8 * 3 * br
+    return size * words + 8 * n + threads * scratch
 
 
 # ---------------------------------------------------------------------------------------
@@ -366,8 +386,9 @@ def _forward_block(s, V, qb, O, lse):
             # the row maximum, in the tile's dtype (it is one of the logits); a row with every
             # key so far masked keeps its -inf logits, whose exp is 0
             shift[0] = new if new > -np.inf else 0.0
+            sh = shift[0]  # a local: a load through ``shift`` inside the loop blocks vectorising
             for c in range(cols):
-                S[r, c] -= shift[0]
+                S[r, c] -= sh
             # online softmax (FA2 Alg. 1, lines 9–10): rescale what came before
             alpha[r] = math.exp(old - new) if new > -np.inf else 1.0
             run_max[r] = new

@@ -22,7 +22,7 @@ shapes, never on the threads: results are bitwise identical for any number of th
 price is (DQ_GROUPS - 1)·n·d extra numbers, and at most DQ_GROUPS threads in the backward pass.
 
 **Numerics.** Every tile product is one BLAS gemm (SciPy's BLAS called directly, see
-:mod:`attnlib._tiles`) on tiles small enough that OpenBLAS runs it on the calling thread. Its
+:mod:`attnlib._tiles`), run on the calling thread (:func:`blas_on_calling_thread`). Its
 alpha applies the scale τ to the logits, and its beta = 1 adds P_ijᵀdO_i, dS_ijᵀQ_i, dS_ijK_j and
 P_ijV_j straight into their accumulators, in the inputs' dtype, as a naive computation's long
 gemm would; the row sums, D = rowsum(dO∘O), dP - D and the final sum of the dQ copies are
@@ -37,9 +37,12 @@ two ingredients of a tile on the machine at hand.
 
 from __future__ import annotations
 
+import functools
+
 import numba as nb
 import numpy as np
 from numba import prange
+from threadpoolctl import ThreadpoolController
 
 from ._checks import (
     AttnInputError,
@@ -60,7 +63,7 @@ from ._heads import backward_heads, forward_heads
 from ._probes import exp_seconds, flop_count, gemm_rates
 from ._tiles import (
     DQ_GROUPS,
-    GEMM_SINGLE_THREAD,
+    TILE_MULADDS,
     Scores,
     Upstream,
     _backward_key_block,
@@ -86,19 +89,22 @@ __all__ = [
     "gemm_rates",
     "exp_seconds",
     "DQ_GROUPS",
-    "GEMM_SINGLE_THREAD",
+    "TILE_MULADDS",
+    "blas_on_calling_thread",
 ]
 
 
 def _blocked_transpose(X: np.ndarray, bc: int) -> np.ndarray:
-    """XT[b] = X[b·bc:(b+1)·bc]ᵀ for every full block b: shape (m // bc, cols, bc), read only.
+    """XT[b] = X[b·bc:(b+1)·bc]ᵀ for every full block b: shape (m // bc, cols, bc), read only;
+    for X of shape (heads, m, cols), the same for each head: (heads, m // bc, cols, bc).
 
     With it, Q_i K_jᵀ is a plain (NN) gemm, which OpenBLAS runs faster on small tiles than the
     transposed (NT) form. Costs one extra copy of X (O(m·d) memory).
     """
-    nfull = X.shape[0] // bc
-    blocks = X[: nfull * bc].reshape(nfull, bc, X.shape[1])
-    return _frozen(blocks.transpose(0, 2, 1))
+    *heads, m, cols = X.shape
+    nfull = m // bc
+    blocks = X[..., : nfull * bc, :].reshape(*heads, nfull, bc, cols)
+    return _frozen(np.swapaxes(blocks, -1, -2))
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,13 +152,92 @@ def _run_backward(s, u, dK, dV, dQ, dQg):
             dQ[r, c] = total * scale
 
 
+@nb.njit(parallel=True, cache=True)
+def _run_forward_heads(Q, K, KT, V, keep, tau, causal, br, bc, g, O, lse):
+    """The forward pass of every head at once: Q (heads, n, d), K and KT (blocked) and V of
+    the key/value heads, head h reading key/value head h // g. The (head, query block) pairs
+    run in parallel, each writing its own rows of O (heads, n, d_v) and lse (heads, n)."""
+    nblocks = _cdiv(Q.shape[1], br)
+    for t in prange(Q.shape[0] * nblocks):
+        h = t // nblocks
+        j = h // g
+        s = Scores(Q[h], K[j], KT[j], tau, keep, False, causal, br, bc)
+        _forward_block(s, V[j], _interleave(t % nblocks, nblocks), O[h], lse[h])
+
+
+@nb.njit(parallel=True, cache=True)
+def _run_backward_heads(
+    Q, K, KT, V, VT, O, dO, lse, D, keep, tau, causal, br, bc, g, dK, dV, dQ, dQg
+):
+    """The backward pass of every head at once (shapes as in :func:`_run_forward_heads`).
+
+    (1) D = rowsum(dO∘O) in float64, rows of every head in parallel. (2) The (key/value head
+    j, group) pairs in parallel: pair (j, G') runs the query heads h = j·g, ..., j·g + g - 1
+    in order, and for each the key blocks G', G' + G, ... of :func:`_run_backward`; it owns
+    those blocks of dK[j] and dV[j], which thus sum their query heads in a fixed order, and
+    adds into head h's copy of dQ for its group (dQ[h] for group 0, dQg[G' - 1, h] after).
+    (3) dQ ← τ·(dQ + Σ copies) in float64, in the fixed order of the groups."""
+    heads, n, dv = O.shape
+    for r in prange(heads * n):
+        h = r // n
+        i = r % n
+        dot = 0.0
+        for k in range(dv):
+            dot += np.float64(dO[h, i, k]) * np.float64(O[h, i, k])
+        D[h, i] = dot
+    groups = dQg.shape[0] + 1
+    kblocks = _cdiv(K.shape[1], bc)
+    for t in prange(K.shape[0] * groups):
+        j = t // groups
+        grp = t % groups
+        for h in range(j * g, (j + 1) * g):
+            s = Scores(Q[h], K[j], KT[j], tau, keep, False, causal, br, bc)
+            u = Upstream(V[j], VT[j], O[h], dO[h], lse[h], D[h])
+            dq = dQ[h] if grp == 0 else dQg[grp - 1, h]
+            for kb in range(grp, kblocks, groups):
+                _backward_key_block(s, u, kb, dK[j], dV[j], dq)
+    d = dQ.shape[2]
+    for r in prange(heads * n):
+        h = r // n
+        i = r % n
+        for c in range(d):
+            total = np.float64(dQ[h, i, c])
+            for copy in range(groups - 1):
+                total += dQg[copy, h, i, c]
+            dQ[h, i, c] = total * tau
+
+
 #: Every compiled entry point; each has one signature per dtype (see :func:`_frozen`).
-KERNELS = (_run_forward, _run_backward)
+KERNELS = (_run_forward, _run_backward, _run_forward_heads, _run_backward_heads)
 
 
 # ---------------------------------------------------------------------------------------
 # Public wrappers
 # ---------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _blas_libraries():
+    """The BLAS libraries loaded in this process (SciPy's, which the tiles call, among them:
+    :mod:`attnlib._tiles` loads it on import), found once."""
+    return ThreadpoolController().select(user_api="blas")
+
+
+def blas_on_calling_thread():
+    """A context in which BLAS runs every call on the thread that makes it.
+
+    The kernels parallelise over blocks with numba's threads, and each thread calls BLAS on
+    its own tiles; a tile product of :data:`TILE_MULADDS` multiply-adds is large enough for
+    OpenBLAS to start threads of its own, which would oversubscribe the cores. Inside this
+    context BLAS is limited to one thread, and the previous limits come back on exit. The
+    limit is process-wide for the duration of a kernel call.
+
+    Examples
+    --------
+    >>> with blas_on_calling_thread():
+    ...     pass
+    """
+    return _blas_libraries().limit(limits=1)
 
 
 def _frozen(x: np.ndarray) -> np.ndarray:
@@ -184,16 +269,26 @@ def _scores(Q, K, tau, mask, is_causal, dv) -> Scores:
     return Scores(Q, K, _blocked_transpose(K, bc), tau, keep, mask is not None, is_causal, br, bc)
 
 
-def _refuse_overflow(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
-    """:func:`check_logits_finite` on arrays already validated."""
+def _logits_bounded(Q: np.ndarray, K: np.ndarray, scale: float) -> bool:
+    """Whether Cauchy–Schwarz alone shows that no logit τ·q_i·k_j, nor q_i·k_j, overflows the
+    dtype, for every row q_i of Q and k_j of K (arrays of any number of dimensions, rows
+    along the last)."""
     dtype = Q.dtype
     big = float(np.finfo(dtype).max)
-    d = Q.shape[1]
-    bound = max_row_norm(Q) * max_row_norm(K) * (1 + (d + 2) * 2.3e-16)
+    d = Q.shape[-1]
+    bound = max_row_norm(Q.reshape(-1, d)) * max_row_norm(K.reshape(-1, d))
+    bound *= 1 + (d + 2) * 2.3e-16
     if dtype == np.float32:
         bound *= 1 + (d + 2) * float(np.finfo(np.float32).eps)
-    if bound <= big and scale * bound <= big:
+    return bound <= big and scale * bound <= big
+
+
+def _refuse_overflow(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
+    """:func:`check_logits_finite` on arrays already validated."""
+    if _logits_bounded(Q, K, scale):
         return
+    dtype = Q.dtype
+    big = float(np.finfo(dtype).max)
     rows = max(1, (1 << 22) // K.shape[0])
     with np.errstate(over="ignore", invalid="ignore"):
         for i0 in range(0, Q.shape[0], rows):
@@ -239,7 +334,7 @@ def _value_shift(V: np.ndarray) -> int:
     weight at most 1) before it divides by the row sum. When m·max|V| could overflow the
     dtype, V is scaled by 2^-shift, which is exact, and O is scaled back.
     """
-    m = V.shape[0]
+    m = V.shape[-2]
     vmax = float(np.abs(V).max())
     if vmax <= float(np.finfo(V.dtype).max) / (4.0 * m):
         return 0
@@ -289,7 +384,7 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa
     """
     if is_batched(Q):
         kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
-        return forward_heads(Q, K, V, **kw, forward=_forward)
+        return forward_heads(Q, K, V, **kw, forward=_forward, all_heads=_forward_all_heads)
     check_bool("enable_gqa", enable_gqa)
     Q, K, V = check_qkv(Q, K, V)
     tau = check_scale(scale, Q.shape[1])
@@ -308,10 +403,58 @@ def _forward(Q, K, V, tau, mask, is_causal):
         V = _frozen(np.ldexp(V, -shift))
     O = np.empty((n, dv), dtype=Q.dtype)
     lse = np.empty(n, dtype=Q.dtype)
-    _run_forward(s, V, O, lse)
+    with blas_on_calling_thread():
+        _run_forward(s, V, O, lse)
     if shift:
         np.ldexp(O, shift, out=O)
     return O, lse
+
+
+def _forward_all_heads(Q, K, V, tau, is_causal, g):
+    """The forward kernel on every head at once, for validated arrays of one float dtype:
+    Q (heads, n, d), K (heads // g, m, d), V (heads // g, m, d_v), no mask. None when the
+    logits' overflow check needs each head's own products (the caller then goes head by
+    head)."""
+    Q, K, V = (_frozen(x) for x in (Q, K, V))
+    if not _logits_bounded(Q, K, tau):
+        return None
+    heads, n, _ = Q.shape
+    dv = V.shape[2]
+    br, bc = block_sizes(Q.shape[2], dv)
+    shift = _value_shift(V)
+    if shift:
+        V = _frozen(np.ldexp(V, -shift))
+    O = np.empty((heads, n, dv), dtype=Q.dtype)
+    lse = np.empty((heads, n), dtype=Q.dtype)
+    KT = _blocked_transpose(K, bc)
+    with blas_on_calling_thread():
+        _run_forward_heads(Q, K, KT, V, _NO_MASK, tau, bool(is_causal), br, bc, g, O, lse)
+    if shift:
+        np.ldexp(O, shift, out=O)
+    return O, lse
+
+
+def _backward_all_heads(Q, K, V, O, dO, lse, tau, is_causal, g):
+    """The backward kernel on every head at once (arrays as in :func:`_forward_all_heads`,
+    O, dO (heads, n, d_v) and lse (heads, n)); None as there. Needs (G - 1) extra copies of
+    the whole dQ, as :func:`flash_backward` needs of one head's."""
+    Q, K, V, O, dO, lse = (_frozen(x) for x in (Q, K, V, O, dO, lse))
+    if not _logits_bounded(Q, K, tau):
+        return None
+    heads, n, d = Q.shape
+    m, dv = V.shape[1:]
+    dtype = Q.dtype
+    br, bc = block_sizes(d, dv)
+    dQ = np.zeros(Q.shape, dtype=dtype)
+    dK = np.zeros(K.shape, dtype=dtype)
+    dV = np.zeros(V.shape, dtype=dtype)
+    dQg = np.zeros((dq_groups(m, d, dv) - 1, heads, n, d), dtype=dtype)
+    D = np.empty((heads, n))
+    KT, VT = _blocked_transpose(K, bc), _blocked_transpose(V, bc)
+    args = (Q, K, KT, V, VT, O, dO, lse, D, _NO_MASK, tau, bool(is_causal), br, bc, g)
+    with blas_on_calling_thread():
+        _run_backward_heads(*args, dK, dV, dQ, dQg)
+    return dQ, dK, dV
 
 
 def flash_backward(
@@ -355,7 +498,9 @@ def flash_backward(
     """
     if is_batched(Q):
         kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
-        return backward_heads(Q, K, V, O, dO, lse, **kw, backward=_backward)
+        return backward_heads(
+            Q, K, V, O, dO, lse, **kw, backward=_backward, all_heads=_backward_all_heads
+        )
     check_bool("enable_gqa", enable_gqa)
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     tau = check_scale(scale, Q.shape[1])
@@ -376,7 +521,8 @@ def _backward(Q, K, V, O, dO, lse, tau, mask, is_causal):
     dK = np.zeros((m, d), dtype=dtype)
     dV = np.zeros((m, dv), dtype=dtype)
     dQg = np.zeros((dq_groups(m, d, dv) - 1, n, d), dtype=dtype)
-    _run_backward(s, u, dK, dV, dQ, dQg)
+    with blas_on_calling_thread():
+        _run_backward(s, u, dK, dV, dQ, dQg)
     return dQ, dK, dV
 
 

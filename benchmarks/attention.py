@@ -2,17 +2,18 @@
 
 Run from the repository root::
 
-    python -m benchmarks.attention            # the standard grid
-    python -m benchmarks.attention --full     # also n = 16384 at d = 32 and 128
+    python -m benchmarks.attention            # the standard grid (make bench)
+    python -m benchmarks.attention --full     # also numpy at every d, and the forward alone
     python -m benchmarks.attention --quick    # a smoke run (~2 min), written to a temp folder
 
 The standard grid is every dtype (float32, float64), d in {32, 64, 128} and n in {512, ...,
-8192}, with 1 thread and with all cores, plus n = 16384 at d = 64; ``--full`` adds n = 16384 at
-d = 32 and 128, the exact numpy path at every d, and the forward pass timed alone.
-The standard grid took 50 minutes on 2 cores shared with other jobs (load average 6 to 8);
-machine.csv records each part's minutes and load.
+16384}, with 1 thread and with all cores; then the multi-head shapes of :data:`HEAD_SHAPES`
+(batched heads, causal masks, grouped-query and multi-query attention) at the same dtypes and
+thread counts. machine.csv records each part's minutes and load.
 
-What is measured, for Q, K, V, dO of shape (n, d) (one attention head, batch 1):
+What is measured, for Q, K, V, dO of shape (n, d) (one attention head, batch 1), or, for the
+multi-head shapes, Q and dO of shape (batch, heads, n, d) and K, V of (batch, kv_heads, n, d)
+(attnlib with ``enable_gqa`` and ``is_causal`` as PyTorch's SDPA takes them):
 
 - ``numpy``: :func:`attnlib.attention_forward` / :func:`attnlib.attention_backward`, which
   materialise the n×n score matrix;
@@ -37,7 +38,8 @@ missing, which Linux carries over from the parent process, so it can only over-e
 the resident size just before it (inputs allocated, kernels loaded, BLAS buffers warmed up), and
 tracemalloc's peak (which sees numpy's and numba's allocations but not torch's).
 
-Results go to ``benchmarks/results/``: ``attention_time.csv``, ``attention_memory.csv``,
+Results go to ``benchmarks/results/``: ``attention_time.csv``, ``attention_heads.csv`` (the
+multi-head shapes), ``attention_memory.csv``,
 ``machine.csv`` (their columns and types in ``schema.json``, see :mod:`benchmarks.schema`),
 ``attention.png`` (d = 64: time, ratios, memory) and ``attention_ratio.png`` (flash_* ÷ the
 faster PyTorch backend on every shape). The workers are in :mod:`benchmarks.workers`, the
@@ -70,7 +72,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     size.add_argument(
         "--full",
         action="store_true",
-        help="also n = 16384 at d = 32 and 128, numpy at every d, and the forward pass alone",
+        help="also the exact numpy path at every d, and the forward pass alone",
     )
     p.add_argument("--forward", action="store_true", help="also time the forward pass alone")
     p.add_argument("--max-n", type=int, default=16384, help="largest n in the time sweep")
@@ -82,7 +84,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--min-reps", type=int, default=3)
     p.add_argument("--max-reps", type=int, default=9)
     p.add_argument("--max-n-materialised", type=int, default=MAX_N_MATERIALISED)
-    p.add_argument("--no-time", action="store_true", help="skip the time sweep")
+    p.add_argument("--no-time", action="store_true", help="skip the single-head time sweep")
+    p.add_argument("--no-heads", action="store_true", help="skip the multi-head time sweep")
     p.add_argument("--no-memory", action="store_true", help="skip the memory run")
     p.add_argument("--no-compile", action="store_true", help="skip the compile-time run")
     p.add_argument(
@@ -115,10 +118,32 @@ def time_plan(args) -> list[dict]:
             for dt in ("float32", "float64")
             for d in (32, 64, 128)
             for n in (512, 1024, 2048, 4096, 8192, 16384)
-            if n < 16384 or d == 64 or args.full
         ]
     return [
         {"dtype": dt, "n": n, "d": d} for dt, n, d in grid if n <= args.max_n and d in args.dims
+    ]
+
+
+#: The multi-head shapes, as (batch, heads, kv_heads, n, d, causal): a BERT-base layer's
+#: attention (12 heads, n = 512), one causal head, a Llama-style grouped-query layer (32
+#: query heads over 8 key/value heads, causal) and multi-query attention (one K/V head).
+HEAD_SHAPES = (
+    (8, 12, 12, 512, 64, False),
+    (1, 1, 1, 4096, 64, True),
+    (1, 32, 8, 2048, 128, True),
+    (2, 16, 1, 1024, 64, True),
+)
+
+
+def heads_plan(args) -> list[dict]:
+    """Multi-head configurations to time: every dtype and :data:`HEAD_SHAPES` (--quick: the
+    BERT shape only)."""
+    shapes = HEAD_SHAPES[:1] if args.quick else HEAD_SHAPES
+    return [
+        {"dtype": dt, "batch": b, "heads": h, "kv_heads": hk, "n": n, "d": d, "causal": c}
+        for dt in ("float32", "float64")
+        for b, h, hk, n, d, c in shapes
+        if d in args.dims
     ]
 
 
@@ -199,9 +224,17 @@ def run_compile(args, info: dict) -> None:
 
 
 def run_time(args, info: dict) -> list[dict]:
-    """The time sweep: one worker per thread count, each timing the whole plan."""
+    """The time sweep of single heads: one worker per thread count, each timing the plan."""
+    return _timed(args, info, time_plan(args))
+
+
+def run_heads(args, info: dict) -> list[dict]:
+    """The time sweep of multi-head shapes (batched, causal, grouped-query), as run_time."""
+    return _timed(args, info, heads_plan(args))
+
+
+def _timed(args, info: dict, plan: list[dict]) -> list[dict]:
     rows: list[dict] = []
-    plan = time_plan(args)
     for threads in args.threads:
         opts = {
             "threads": threads,
@@ -223,12 +256,17 @@ def run_time(args, info: dict) -> list[dict]:
                 continue
             rows.append(r)
             if r.get("status") == "ok":
-                print(
-                    f"  {r['impl']:11s} {r['dtype']} n={r['n']:5d} d={r['d']:3d} "
-                    f"{r['pass']:7s} {r['median_s']:.4f} s",
-                    flush=True,
-                )
+                print(f"  {r['impl']:11s} {_shape(r)} {r['pass']:7s} {r['median_s']:.4f} s")
     return rows
+
+
+def _shape(r: dict) -> str:
+    """A row's shape in words: dtype, sizes, and for a multi-head row its heads and mask."""
+    text = f"{r['dtype']} n={r['n']:5d} d={r['d']:3d}"
+    if "heads" in r:
+        text += f" {r['batch']}x{r['heads']}/{r['kv_heads']} heads"
+        text += " causal" if r["causal"] else ""
+    return text
 
 
 def run_memory(args, info: dict) -> list[dict]:
@@ -248,11 +286,12 @@ def run_memory(args, info: dict) -> list[dict]:
     return rows
 
 
-def summarise(time_rows, memory_rows) -> list[str]:
+def summarise(time_rows, memory_rows, heads_rows=()) -> list[str]:
     """The headline ratios, as lines of text: flash_* against the faster PyTorch backend on
-    every shape, the matmul limit at n = 4096, and the extra memory."""
+    every shape, single-head and multi-head, the matmul limit at n = 4096, and the extra
+    memory."""
     from attnlib.fast import flop_count
-    from attnlib.plots import median_seconds, torch_seconds
+    from attnlib.plots import heads_vs_torch, median_seconds, torch_seconds
 
     lines = [
         f"{'dtype':8s} {'n':>6s} {'d':>4s} {'thr':>3s} {'attnlib':>10s} {'PyTorch':>10s} ratio"
@@ -278,6 +317,11 @@ def summarise(time_rows, memory_rows) -> list[str]:
                 f"flops at {flops / gemm / 1e9:.0f} GFLOP/s takes {gemm * 1e3:.1f} ms; "
                 f"flash_* takes {t / gemm:.2f}x that ({flops / t / 1e9:.0f} GFLOP/s)"
             )
+    for label, dtype, threads, ours, theirs, ratio in heads_vs_torch(list(heads_rows)):
+        lines.append(
+            f"{dtype:8s} {label} {threads} thr.: {ours * 1e3:8.1f}ms {theirs * 1e3:8.1f}ms "
+            f"{ratio:.2f}"
+        )
     for r in memory_rows:
         if r["status"] == "ok":
             lines.append(
@@ -289,16 +333,23 @@ def summarise(time_rows, memory_rows) -> list[str]:
 
 def report(out: Path) -> None:
     """Draw the two figures from the CSVs in ``out`` and print the summary."""
-    from attnlib.plots import benchmark_figure, benchmark_ratio_figure, read_benchmark_csv
+    from attnlib.plots import (
+        benchmark_figure,
+        benchmark_heads_figure,
+        benchmark_ratio_figure,
+        read_benchmark_csv,
+    )
 
-    time_rows, memory_rows = (
+    time_rows, heads_rows, memory_rows = (
         read_benchmark_csv(out / name) if (out / name).exists() else []
-        for name in ("attention_time.csv", "attention_memory.csv")
+        for name in ("attention_time.csv", "attention_heads.csv", "attention_memory.csv")
     )
     benchmark_figure(time_rows, memory_rows).savefig(out / "attention.png", bbox_inches="tight")
     fig = benchmark_ratio_figure(time_rows)
     fig.savefig(out / "attention_ratio.png", bbox_inches="tight")
-    for line in summarise(time_rows, memory_rows):
+    fig = benchmark_heads_figure(heads_rows)
+    fig.savefig(out / "attention_heads.png", bbox_inches="tight")
+    for line in summarise(time_rows, memory_rows, heads_rows):
         print(line)
 
 
@@ -323,6 +374,7 @@ def main(argv=None) -> int:
     parts = [
         ("compile", args.no_compile, run_compile, None),
         ("time", args.no_time, run_time, "attention_time.csv"),
+        ("heads", args.no_heads, run_heads, "attention_heads.csv"),
         ("memory", args.no_memory, run_memory, "attention_memory.csv"),
     ]
     for part, skip, run, csv_name in parts:

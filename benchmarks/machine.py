@@ -13,38 +13,17 @@ from pathlib import Path
 
 
 def blas_info() -> dict:
-    """numpy's BLAS: library, kernel (core type) and thread count, without new dependencies."""
+    """The first BLAS library loaded (numpy's): library, kernel (core type) and thread count,
+    by threadpoolctl (a dependency of attnlib)."""
+    from threadpoolctl import threadpool_info
+
     info = {"blas_threads": "unknown", "blas_kernel": "unknown", "blas_library": "unknown"}
-    try:
-        from threadpoolctl import threadpool_info  # optional; not in requirements.txt
-
-        for pool in threadpool_info():
-            if pool.get("user_api") == "blas":
-                info["blas_threads"] = str(pool.get("num_threads"))
-                info["blas_kernel"] = str(pool.get("architecture"))
-                info["blas_library"] = f"{pool.get('internal_api')} {pool.get('version')}"
-                return info
-    except ImportError:
-        pass
-    import ctypes
-    import glob
-
-    import numpy as np
-
-    libdir = Path(np.__file__).resolve().parent.parent / "numpy.libs"
-    for lib in glob.glob(str(libdir / "*openblas*")):
-        handle = ctypes.CDLL(lib)
-        for prefix, suffix in (("scipy_openblas_", "64_"), ("openblas_", "64_"), ("openblas_", "")):
-            try:
-                threads = getattr(handle, f"{prefix}get_num_threads{suffix}")
-                corename = getattr(handle, f"{prefix}get_corename{suffix}")
-            except AttributeError:
-                continue
-            corename.restype = ctypes.c_char_p
-            info["blas_threads"] = str(threads())
-            info["blas_kernel"] = corename().decode()
-            info["blas_library"] = Path(lib).name
-            return info
+    for pool in threadpool_info():
+        if pool.get("user_api") == "blas":
+            info["blas_threads"] = str(pool.get("num_threads"))
+            info["blas_kernel"] = str(pool.get("architecture"))
+            info["blas_library"] = f"{pool.get('internal_api')} {pool.get('version')}"
+            break
     return info
 
 

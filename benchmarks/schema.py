@@ -34,6 +34,27 @@ TIME_COLUMNS = {
     "load1": float,  # the load average when the round-robin started
 }
 
+#: attention_heads.csv: one row per (implementation, multi-head shape, thread count, pass):
+#: Q and dO of shape (batch, heads, n, d), K and V (batch, kv_heads, n, d).
+HEADS_COLUMNS = {
+    "impl": str,  # flash, torch-math or torch-flash
+    "dtype": str,
+    "batch": int,
+    "heads": int,
+    "kv_heads": int,  # < heads: grouped-query attention, each K/V head shared by heads/kv_heads
+    "n": int,
+    "d": int,
+    "causal": bool,
+    "threads": int,
+    "pass": str,
+    "status": str,
+    "median_s": float,
+    "min_s": float,
+    "max_s": float,
+    "repeats": int,
+    "load1": float,
+}
+
 #: attention_memory.csv: one row per (implementation, n), each from a fresh process.
 MEMORY_COLUMNS = {
     "impl": str,
@@ -58,6 +79,7 @@ MACHINE_COLUMNS = {"key": str, "value": str}
 
 TABLES = {
     "attention_time.csv": TIME_COLUMNS,
+    "attention_heads.csv": HEADS_COLUMNS,
     "attention_memory.csv": MEMORY_COLUMNS,
     "machine.csv": MACHINE_COLUMNS,
 }

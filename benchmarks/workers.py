@@ -17,17 +17,25 @@ import time
 from .machine import blas_info, peak_rss, reset_peak_rss, rss_now
 
 IMPLS = ("numpy", "flash", "torch-math", "torch-flash", "gemm")
+# the keys of a multi-head configuration: batch, query heads, key/value heads, causal mask
+HEAD_KEYS = ("batch", "heads", "kv_heads", "causal")
 TORCH_IMPLS = ("torch-math", "torch-flash")
 # numpy's exact path and torch's math backend materialise several n×n matrices: keep them to
 # sizes that fit next to other users of a shared 24 GiB machine
 MAX_N_MATERIALISED = 8192
 
 
-def make_inputs(n, d, dtype, seed=0):
+def make_inputs(n, d, dtype, seed=0, *, batch=0, heads=1, kv_heads=1):
+    """Q, K, V, dO: (n, d) each for one head (batch = 0), else PyTorch's layout
+    (batch, heads, n, d) for Q and dO and (batch, kv_heads, n, d) for K and V."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal((n, d)).astype(dtype) for _ in range(4))  # Q, K, V, dO
+    if not batch:
+        return tuple(rng.standard_normal((n, d)).astype(dtype) for _ in range(4))
+    q_shape, kv_shape = (batch, heads, n, d), (batch, kv_heads, n, d)
+    shapes = (q_shape, kv_shape, kv_shape, q_shape)
+    return tuple(rng.standard_normal(shape).astype(dtype) for shape in shapes)
 
 
 def torch_flash_available() -> bool:
@@ -46,8 +54,10 @@ def torch_flash_available() -> bool:
     return True
 
 
-def make_impl(name, Q, K, V, dO):
-    """(forward(), forward_and_backward()) for one implementation on fixed inputs."""
+def make_impl(name, Q, K, V, dO, *, is_causal=False):
+    """(forward(), forward_and_backward()) for one implementation on fixed inputs: one head
+    (n, d), or batched heads (batch, H, n, d) with K and V (batch, H_kv, n, d), grouped query
+    heads when H_kv < H; ``is_causal`` masks keys after each query."""
     if name == "gemm":
         import numpy as np
 
@@ -67,12 +77,13 @@ def make_impl(name, Q, K, V, dO):
 
         forward = al.attention_forward if name == "numpy" else al.flash_forward
         kernels = "exact" if name == "numpy" else "flash"
+        kw = dict(is_causal=is_causal, enable_gqa=Q.ndim > 2 and K.shape[-3] < Q.shape[-3])
 
         def fwd():
-            return forward(Q, K, V)
+            return forward(Q, K, V, **kw)
 
         def fwd_bwd():
-            return forward_backward(Q, K, V, dO, kernels=kernels)
+            return forward_backward(Q, K, V, dO, kernels=kernels, **kw)
 
         return fwd, fwd_bwd
 
@@ -81,19 +92,23 @@ def make_impl(name, Q, K, V, dO):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backend = SDPBackend.MATH if name == "torch-math" else SDPBackend.FLASH_ATTENTION
-    n, d = Q.shape
-    tq, tk, tv = (torch.from_numpy(x).reshape(1, 1, n, d).requires_grad_(True) for x in (Q, K, V))
-    tdo = torch.from_numpy(dO).reshape(1, 1, n, d)
+
+    def as_4d(x):  # one head (n, d) as (1, 1, n, d)
+        return torch.from_numpy(x).reshape((1, 1) * (x.ndim == 2) + x.shape)
+
+    tq, tk, tv = (as_4d(x).requires_grad_(True) for x in (Q, K, V))
+    tdo = as_4d(dO)
+    kw = dict(is_causal=is_causal, enable_gqa=tk.shape[1] < tq.shape[1])
 
     def fwd():
         with torch.no_grad(), sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(tq, tk, tv)
+            return F.scaled_dot_product_attention(tq, tk, tv, **kw)
 
     def fwd_bwd():
         for t in (tq, tk, tv):
             t.grad = None
         with sdpa_kernel(backend):
-            out = F.scaled_dot_product_attention(tq, tk, tv)
+            out = F.scaled_dot_product_attention(tq, tk, tv, **kw)
         out.backward(tdo)
         return tq.grad, tk.grad, tv.grad
 
@@ -150,7 +165,15 @@ def worker_time(opts) -> None:
 
     for cfg in opts["plan"]:
         n, d, dtype = cfg["n"], cfg["d"], cfg["dtype"]
-        Q, K, V, dO = make_inputs(n, d, dtype)
+        heads = {k: cfg[k] for k in HEAD_KEYS if k in cfg}  # a multi-head shape, or {}
+        Q, K, V, dO = make_inputs(
+            n,
+            d,
+            dtype,
+            batch=heads.get("batch", 0),
+            heads=heads.get("heads", 1),
+            kv_heads=heads.get("kv_heads", 1),
+        )
         itemsize = np.dtype(dtype).itemsize
         for pass_name in opts["passes"]:
             live = {}
@@ -165,19 +188,22 @@ def worker_time(opts) -> None:
                     opts["max_n_materialised"],
                     opts["full"],
                 )
+                if heads and impl in ("numpy", "gemm"):
+                    reason = "skipped: timed on the single-head shapes only"
                 base = {
                     "kind": "time",
                     "impl": impl,
                     "dtype": dtype,
                     "n": n,
                     "d": d,
+                    **heads,
                     "threads": threads,
                     "pass": pass_name,
                 }
                 if reason:
                     emit({**base, "status": reason})
                     continue
-                fwd, fwd_bwd = make_impl(impl, Q, K, V, dO)
+                fwd, fwd_bwd = make_impl(impl, Q, K, V, dO, is_causal=heads.get("causal", False))
                 fn = fwd if pass_name == "fwd" else fwd_bwd
                 t0 = time.perf_counter()
                 fn()  # warm-up

@@ -415,7 +415,18 @@ raises(
 
 raises(0, "block_sizes", "d=0", lambda: fast.block_sizes(0), word("d"))
 raises(0, "block_sizes", "dv=str", lambda: fast.block_sizes(4, "8"), word("dv"))
-valid(0, "block_sizes", "d=64", lambda: fast.block_sizes(64), lambda r: r == (64, 64))
+valid(0, "block_sizes", "d=64", lambda: fast.block_sizes(64), lambda r: r == (256, 256))
+
+
+def _inside_blas_pin():
+    """The BLAS thread counts seen inside :func:`fast.blas_on_calling_thread`."""
+    from threadpoolctl import threadpool_info
+
+    with fast.blas_on_calling_thread():
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+
+valid(0, "blas_on_calling_thread", "pins", _inside_blas_pin, lambda r: r == {1})
 raises(0, "dq_groups", "m=0", lambda: fast.dq_groups(0, 4), word("m"))
 raises(0, "dq_groups", "d=float", lambda: fast.dq_groups(8, 4.0), word("d"))
 valid(0, "dq_groups", "one block", lambda: fast.dq_groups(5, 4), lambda g: g == 1)
@@ -428,6 +439,20 @@ raises(
     word("dtype"),
 )
 valid(0, "extra_memory_bytes", "tiny", lambda: fast.extra_memory_bytes(1, 1, 1), lambda b: b > 0)
+raises(
+    0,
+    "extra_memory_bytes",
+    "threads=-1",
+    lambda: fast.extra_memory_bytes(4, 4, 4, threads=-1),
+    word("threads"),
+)
+raises(
+    0,
+    "extra_memory_bytes",
+    "threads=1.5",
+    lambda: fast.extra_memory_bytes(4, 4, 4, threads=1.5),
+    word("threads"),
+)
 raises(0, "flop_count", "n=0", lambda: fast.flop_count(0, 4, 4), word("n"))
 raises(0, "flop_count", "path=numpy", lambda: fast.flop_count(4, 4, 4, path="numpy"), word("path"))
 valid(
@@ -536,6 +561,14 @@ raises(
     word("memory_rows"),
 )
 raises(0, "benchmark_ratio_figure", "rows", lambda: perf.benchmark_ratio_figure(None), "rows")
+HEAD_ROW = {"dtype": "float32", "batch": 2, "heads": 4, "kv_heads": 1, "n": 8, "d": 4}
+HEAD_ROWS = [
+    {**HEAD_ROW, "causal": True, "pass": "fwd+bwd", "threads": 1, "status": "ok", **impl}
+    for impl in ({"impl": "flash", "median_s": 3.0}, {"impl": "torch-flash", "median_s": 2.0})
+]
+raises(0, "heads_vs_torch", "rows=str", lambda: perf.heads_vs_torch("rows"), word("rows"))
+valid(0, "heads_vs_torch", "one", lambda: perf.heads_vs_torch(HEAD_ROWS), lambda t: t[0][-1] == 1.5)
+raises(0, "benchmark_heads_figure", "rows", lambda: perf.benchmark_heads_figure(None), "rows")
 raises(
     0,
     "exact_over_tiled_figure",
@@ -2912,9 +2945,10 @@ def warm_up():
     """
     _model()
     for dtype in (np.float32, np.float64):
-        q = np.arange(12, dtype=dtype).reshape(3, 4) / 12
-        O, lse = al.flash_forward(q, q, q)
-        al.flash_backward(q, q, q, O, np.ones_like(O), lse)
+        for shape in ((3, 4), (1, 2, 3, 4)):  # one head, and every head at once
+            q = np.arange(np.prod(shape), dtype=dtype).reshape(shape) / 12
+            O, lse = al.flash_forward(q, q, q)
+            al.flash_backward(q, q, q, O, np.ones_like(O), lse)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -2953,7 +2987,7 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"BertConfig", "MODEL_PACKAGE", "gelu", "gelu_derivative"}
     not_callables |= {"WORD_BYTES", "A100_SXM_80GB", "H100_SXM5", "MI300X", "GPUS"}
     not_callables |= {"RooflinePoint", "ThreeLevelCount", "L2Absorption"}
-    not_callables |= {"DQ_GROUPS", "GEMM_SINGLE_THREAD", "BENCH_IMPLS", "BENCH_COLORS"}
+    not_callables |= {"DQ_GROUPS", "TILE_MULADDS", "BENCH_IMPLS", "BENCH_COLORS"}
     not_callables |= {"BENCH_LABELS", "BOOK_CPU_CORE"}
     missing = []
     for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy, fast, perf):

@@ -82,12 +82,26 @@ def test_custom_scale_and_as24_scale(rng):
         assert_close_to_exact(Q, K, V, dO, tol=1e-10, scale=scale)
 
 
-def test_block_sizes_keep_gemm_tiles_single_threaded():
+def test_block_sizes_bound_the_tile_products():
     for d, dv in [(1, 1), (3, 5), (32, 32), (64, 64), (128, 128), (100, 17), (512, 512)]:
         br, bc = fast.block_sizes(d, dv)
-        assert br * bc * max(d, dv) <= fast.GEMM_SINGLE_THREAD
-        assert br >= 16 and bc >= 16
-    assert fast.block_sizes(64, 64) == fast.block_sizes(64) == (64, 64)
+        assert br * bc * max(d, dv) <= fast.TILE_MULADDS
+        assert 16 <= br <= 256 and 16 <= bc <= 256
+    assert fast.block_sizes(64, 64) == fast.block_sizes(64) == (256, 256)
+    assert fast.block_sizes(64, 512) == fast.block_sizes(512) == (128, 128)
+
+
+def test_blas_runs_on_the_calling_thread_inside_the_kernels_only():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "no BLAS library found by threadpoolctl"
+    with fast.blas_on_calling_thread():
+        assert set(blas_threads()) == {1}
+    assert blas_threads() == before
 
 
 def test_dq_groups_and_the_extra_memory_formula(rng):
@@ -101,14 +115,16 @@ def test_dq_groups_and_the_extra_memory_formula(rng):
         3,
         fast.DQ_GROUPS,
     ]
-    # the slack: per-thread tiles, and the float64 blocks of the overflow check (1 MiB at most)
+    # the slack: numba's allocation headers, and the float64 blocks of the overflow check
+    # (1 MiB at most)
+    threads = numba.get_num_threads()
     for n, m, d, dv in [(4096, 3000, 32, 16), (4096, 40, 32, 32)]:
         Q, K, V = random_qkv(rng, n, m, d, dv, dtype=np.float32)
         dO = rng.standard_normal((n, dv)).astype(np.float32)
         fast.forward_backward(Q, K, V, dO)  # compiles outside the measurement
         peak = nbt.traced_peak_bytes(fast.forward_backward, Q, K, V, dO)
-        formula = fast.extra_memory_bytes(n, m, d, dv)
-        assert formula <= peak <= 1.1 * formula + 2**20
+        formula = fast.extra_memory_bytes(n, m, d, dv, threads=threads)
+        assert fast.extra_memory_bytes(n, m, d, dv) <= peak <= 1.1 * formula + 2**20
     assert fast.extra_memory_bytes(10, 10, 2, dtype="float64") == 8 * (10 * 3 + 20 + 80) + 80
 
 
@@ -418,10 +434,22 @@ def test_one_compiled_version_per_dtype_for_every_layout(rng):
                 O, lse = al.flash_forward(q, k, v, mask=msk, is_causal=causal)
                 O, lse = layout(O), layout(lse)
                 al.flash_backward(q, k, v, O, do, lse, mask=msk, is_causal=causal)
+        # batched heads (every head at once), grouped-query
+        Qh, Kh, Vh, dOh = (x.reshape(2, -1, x.shape[-1]) for x in (Q, K, V, dO))
+        for layout in layouts:
+            q, k, v, do = (layout(x) for x in (Qh, Kh[:1], Vh[:1], dOh))
+            O, lse = al.flash_forward(q, k, v, is_causal=True, enable_gqa=True)
+            al.flash_backward(q, k, v, layout(O), do, layout(lse), enable_gqa=True)
     assert any(layout(Q).strides[0] < 0 for layout in layouts)
+
+    def dtype_of(signature):
+        # the 2-D kernels take the tile arguments (attnlib._tiles.Scores) first, Q first in
+        # them; the all-heads kernels take Q itself
+        first = signature[0]
+        return (first.types[0] if isinstance(first, numba.types.BaseTuple) else first).dtype
+
     for kernel in fast.KERNELS:
-        # the first argument is the tile arguments (attnlib._tiles.Scores), Q first
-        float64 = [sig for sig in kernel.signatures if sig[0].types[0].dtype == numba.float64]
+        float64 = [sig for sig in kernel.signatures if dtype_of(sig) == numba.float64]
         assert len(float64) == 1, (kernel, float64)
 
 

@@ -87,6 +87,30 @@ def test_lookups_by_name(rows):
             call()
 
 
+def test_multi_head_shapes_against_the_faster_torch_backend():
+    heads_rows = perf.read_benchmark_csv(RESULTS / "attention_heads.csv")
+    table = perf.heads_vs_torch(heads_rows)
+    assert len({row[0] for row in table}) == 4  # every multi-head shape of the benchmark
+    assert {(row[1], row[2]) for row in table} == {
+        (dtype, threads) for dtype in ("float32", "float64") for threads in (1, 2)
+    }
+    for label, dtype, threads, ours, theirs, ratio in table:
+        same = [
+            r
+            for r in heads_rows
+            if r["status"] == "ok" and (r["dtype"], r["threads"]) == (dtype, threads)
+            if perf._heads_label(r) == label
+        ]
+        assert ours == next(r["median_s"] for r in same if r["impl"] == "flash")
+        assert theirs == min(r["median_s"] for r in same if r["impl"] in perf._TORCH)
+        assert ratio == ours / theirs
+    fig = perf.benchmark_heads_figure(heads_rows, takeaway="one line")
+    (ax,) = fig.axes
+    assert ax.get_xlabel() and ax.get_legend() is not None
+    assert len(ax.patches) == len(table)
+    plt.close(fig)
+
+
 def test_builders_draw_labelled_figures_and_refuse_bad_input(rows):
     time_rows, memory_rows, _ = rows
     for fig in (

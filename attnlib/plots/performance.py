@@ -26,9 +26,11 @@ __all__ = [
     "median_seconds",
     "torch_seconds",
     "flash_vs_torch",
+    "heads_vs_torch",
     "benchmark_times",
     "benchmark_figure",
     "benchmark_ratio_figure",
+    "benchmark_heads_figure",
     "exact_over_tiled_figure",
 ]
 
@@ -153,6 +155,85 @@ def flash_vs_torch(rows) -> list[tuple]:
         if theirs:
             table.append((dtype, n, d, threads, ours, theirs, ours / theirs))
     return table
+
+
+def _heads_label(r: dict) -> str:
+    """A multi-head shape in words, e.g. "1 × 32 heads (8 K/V), n = 2048, d = 128, causal"."""
+    heads = f"{r['batch']} × {r['heads']} heads"
+    if r["kv_heads"] < r["heads"]:
+        heads += f" ({r['kv_heads']} K/V)"
+    return f"{heads}, n = {r['n']}, d = {r['d']}" + (", causal" if r["causal"] else "")
+
+
+def heads_vs_torch(rows) -> list[tuple]:
+    """(shape label, dtype, threads, flash_* seconds, PyTorch seconds, ratio) for every
+    multi-head shape of ``attention_heads.csv`` where attnlib and PyTorch were both measured
+    (forward + backward), in the order of the file; PyTorch is the faster of its two CPU
+    backends on that shape, and a ratio below 1 means attnlib is faster.
+
+    Raises
+    ------
+    AttnInputError
+        if ``rows`` is not a list of dicts.
+    """
+    rows = _check_rows("rows", rows)
+    times: dict = {}
+    for r in rows:
+        if r["status"] == "ok" and r["pass"] == "fwd+bwd":
+            key = (_heads_label(r), r["dtype"], r["threads"])
+            times.setdefault(key, {})[r["impl"]] = r["median_s"]
+    table = []
+    for (label, dtype, threads), by_impl in times.items():
+        theirs = min((by_impl[p] for p in _TORCH if p in by_impl), default=None)
+        if "flash" in by_impl and theirs:
+            ours = by_impl["flash"]
+            table.append((label, dtype, threads, ours, theirs, ours / theirs))
+    return table
+
+
+def benchmark_heads_figure(rows, *, takeaway=None):
+    """Chapter 10's multi-head panel: for each shape of ``attention_heads.csv`` (batched heads,
+    causal, grouped-query), forward+backward time of attnlib.flash_* divided by that of the
+    faster PyTorch backend, one bar per dtype and thread count. Left of 1, attnlib is faster.
+    ``takeaway`` is written under the figure.
+
+    Raises
+    ------
+    AttnInputError
+        if ``rows`` is not a list of dicts.
+    """
+    table = heads_vs_torch(rows)
+    labels = list(dict.fromkeys(row[0] for row in table))
+    series = sorted({(row[1], row[2]) for row in table})
+    fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.9 * max(1, len(labels))))
+    colors = {"float32": "#1f77b4", "float64": "#9467bd"}
+    height = 0.8 / max(1, len(series))
+    most = max((t for _, t in series), default=1)
+    for k, (dtype, threads) in enumerate(series):
+        pts = [(labels.index(row[0]), row[5]) for row in table if row[1:3] == (dtype, threads)]
+        ys = [i + (k - (len(series) - 1) / 2) * height for i, _ in pts]
+        ax.barh(
+            ys,
+            [ratio for _, ratio in pts],
+            height=height * 0.9,
+            color=colors[dtype],
+            alpha=1.0 if threads == most else 0.45,
+            label=f"{dtype}, {threads} thr.",
+        )
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
+    ax.set_xticks([0.5, 0.7, 1, 1.5, 2])
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("time of flash_* ÷ faster PyTorch backend (< 1: attnlib faster)")
+    ax.set_title("Batched, causal and grouped-query shapes: forward + backward")
+    if series:
+        ax.legend(fontsize=7, loc="lower right")
+    if takeaway:
+        add_takeaway(fig, takeaway)
+    return fig
 
 
 def benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict:
