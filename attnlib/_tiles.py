@@ -413,11 +413,12 @@ def _forward_block(s, V, qb, O, lse):
 
 
 @nb.njit(cache=True)
-def _backward_key_block(s, u, kb, dK, dV, dq):
+def _backward_key_block(s, u, kb, dKj, dVj, dq):
     """FA2 Alg. 2 for key block kb: owns dK_j and dV_j and streams the query blocks once.
 
-    dK_j and dV_j accumulate in place in the (zeroed) outputs, and dS_ij K_j (unscaled) adds
-    into ``dq``, the calling group's own copy of dQ. Five tile products and one exp per tile.
+    dK_j and dV_j, the block's rows of dK and dV (or zeroed arrays of their shape), accumulate
+    in place, and dS_ij K_j (unscaled) adds into ``dq``, the calling group's own copy of dQ.
+    Five tile products and one exp per tile.
     """
     n = s.Q.shape[0]
     m = s.K.shape[0]
@@ -426,8 +427,6 @@ def _backward_key_block(s, u, kb, dK, dV, dq):
     cols = j1 - j0
     sbuf, pbuf, scratch, ints, flts = _workspace(s)
     gbuf = np.empty(s.br * s.bc, s.Q.dtype)  # dP, then dS
-    dKj = dK[j0:j1]
-    dVj = dV[j0:j1]
     # under causality, rows i < j0 see none of these keys
     first = (j0 // s.br) * s.br if s.is_causal else 0
     for i0 in range(first, n, s.br):

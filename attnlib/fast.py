@@ -137,11 +137,14 @@ def _run_backward(s, u, dK, dV, dQ, dQg):
             dot += np.float64(dO[i, k]) * np.float64(O[i, k])
         D[i] = dot
     groups = dQg.shape[0] + 1
-    kblocks = _cdiv(s.K.shape[0], s.bc)
+    m = s.K.shape[0]
+    kblocks = _cdiv(m, s.bc)
     for g in prange(groups):
         dq = dQ if g == 0 else dQg[g - 1]
         for kb in range(g, kblocks, groups):
-            _backward_key_block(s, u, kb, dK, dV, dq)
+            j0 = kb * s.bc
+            j1 = min(j0 + s.bc, m)
+            _backward_key_block(s, u, kb, dK[j0:j1], dV[j0:j1], dq)
     d = dQ.shape[1]
     scale = s.scale
     for r in prange(n):
@@ -173,9 +176,11 @@ def _run_backward_heads(
 
     (1) D = rowsum(dO∘O) in float64, rows of every head in parallel. (2) The (key/value head
     j, group) pairs in parallel: pair (j, G') runs the query heads h = j·g, ..., j·g + g - 1
-    in order, and for each the key blocks G', G' + G, ... of :func:`_run_backward`; it owns
-    those blocks of dK[j] and dV[j], which thus sum their query heads in a fixed order, and
-    adds into head h's copy of dQ for its group (dQ[h] for group 0, dQg[G' - 1, h] after).
+    in order, and for each the key blocks G', G' + G, ... of :func:`_run_backward`, adding
+    into head h's copy of dQ for its group (dQ[h] for group 0, dQg[G' - 1, h] after). It owns
+    those blocks of dK[j] and dV[j]: with g > 1 each head's block is computed in zeroed
+    scratch and then added, so dK and dV are the per-head gradients summed in the order of
+    the heads, bit for bit what :func:`attnlib._heads.backward_heads` adds head by head.
     (3) dQ ← τ·(dQ + Σ copies) in float64, in the fixed order of the groups."""
     heads, n, dv = O.shape
     for r in prange(heads * n):
@@ -186,16 +191,33 @@ def _run_backward_heads(
             dot += np.float64(dO[h, i, k]) * np.float64(O[h, i, k])
         D[h, i] = dot
     groups = dQg.shape[0] + 1
-    kblocks = _cdiv(K.shape[1], bc)
+    m, d = K.shape[1], K.shape[2]
+    kblocks = _cdiv(m, bc)
     for t in prange(K.shape[0] * groups):
         j = t // groups
         grp = t % groups
+        dKh = np.empty((bc, d), dK.dtype)  # one head's block of dK (and dV), for g > 1
+        dVh = np.empty((bc, dv), dV.dtype)
         for h in range(j * g, (j + 1) * g):
             s = Scores(Q[h], K[j], KT[j], tau, keep, False, causal, br, bc)
             u = Upstream(V[j], VT[j], O[h], dO[h], lse[h], D[h])
             dq = dQ[h] if grp == 0 else dQg[grp - 1, h]
             for kb in range(grp, kblocks, groups):
-                _backward_key_block(s, u, kb, dK[j], dV[j], dq)
+                j0 = kb * bc
+                j1 = min(j0 + bc, m)
+                if g == 1:
+                    _backward_key_block(s, u, kb, dK[j, j0:j1], dV[j, j0:j1], dq)
+                    continue
+                dk = dKh[: j1 - j0]
+                dvh = dVh[: j1 - j0]
+                dk[:] = 0
+                dvh[:] = 0
+                _backward_key_block(s, u, kb, dk, dvh, dq)
+                for r in range(j1 - j0):
+                    for c in range(d):
+                        dK[j, j0 + r, c] += dk[r, c]
+                    for c in range(dv):
+                        dV[j, j0 + r, c] += dvh[r, c]
     d = dQ.shape[2]
     for r in prange(heads * n):
         h = r // n

@@ -13,9 +13,13 @@ from attnlib import AttnInputError
 
 CASES = [
     *EXACT_CASES,
-    # batch 2 × 4 query heads over 2 K/V heads, several tiles per head
+    # batch 2 × 4 query heads over 2 K/V heads
     ((2,), 4, 2, 70, 90, 8, 8, True),
     ((2,), 4, 2, 70, 90, 8, 8, False),
+    # several query and key blocks per head (256 x 256 tiles), grouped and not
+    ((), 4, 2, 600, 530, 8, 8, True),
+    ((), 4, 1, 520, 700, 8, 4, False),
+    ((2,), 2, 2, 300, 520, 4, 4, False),
 ]
 
 
