@@ -1,7 +1,9 @@
 """Batched, multi-head attention run head by head, in PyTorch's ``scaled_dot_product_attention``
 layout: Q (..., H, n, d), K (..., H_kv, m, d), V (..., H_kv, m, d_v); query head h uses
 key/value head h // g with g = H // H_kv. The exact core and the compiled kernels share this
-validation and these loops, each with its own 2-D pass for one head.
+validation and these loops, each with its own 2-D pass for one head; the compiled kernels
+also pass a function that runs every head at once (``all_heads``), used when there is no
+mask.
 """
 
 from __future__ import annotations

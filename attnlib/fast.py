@@ -367,8 +367,9 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa
     """Softmax attention by FlashAttention-2's tiled forward pass, in O((n + m)·d) extra memory.
 
     Same contract as :func:`attnlib.attention_forward` (FA2 Alg. 1, run on a CPU). Batched,
-    multi-head input has PyTorch's ``scaled_dot_product_attention`` layout and runs the 2-D
-    kernels head by head.
+    multi-head input has PyTorch's ``scaled_dot_product_attention`` layout; without a mask
+    every head runs in one parallel call (the (head, query block) pairs), with a mask head by
+    head; either way each head's result is bit for bit that of the 2-D kernel.
 
     Parameters
     ----------
@@ -487,7 +488,9 @@ def flash_backward(
     Same contract as :func:`attnlib.attention_backward` (FA2 Alg. 2), with P recomputed tile by
     tile from ``lse``, in O((n + m)·d) extra memory. Key blocks run in :func:`dq_groups` fixed
     groups, each with its own copy of dQ, added in a fixed order: no data races, and results
-    bitwise independent of the number of threads. Batched input runs head by head; dK and dV
+    bitwise independent of the number of threads. Batched input without a mask runs every head
+    in one parallel call (with a mask, head by head), each head's result bit for bit the 2-D
+    kernel's; dK and dV
     of a key/value head shared by grouped query heads are the sums over those heads, added in
     the order of the heads.
 
