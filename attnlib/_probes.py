@@ -17,6 +17,7 @@ import numpy as np
 
 from ._checks import check_choice, check_int
 from ._exp import _exp
+from ._tiles import blas_on_calling_thread
 
 
 def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "tiled") -> dict:
@@ -95,8 +96,9 @@ def _seconds(fn, *args) -> float:
 
 def gemm_rates(tile: int = 64, large: int = 2048, *, repeats: int = 2000, dtype="float32"):
     """(tile rate, large rate) in flop/s: ``repeats`` products of two tile × tile matrices
-    called from compiled code (below OpenBLAS's threading threshold, so on the calling
-    thread), against one large × large product by numpy with all of its BLAS threads.
+    called from compiled code with BLAS on the calling thread, as the kernels call it
+    (:func:`attnlib.fast.blas_on_calling_thread`), against one large × large product by
+    numpy with all of its BLAS threads.
 
     Raises
     ------
@@ -110,7 +112,8 @@ def gemm_rates(tile: int = 64, large: int = 2048, *, repeats: int = 2000, dtype=
     dtype = check_choice("dtype", dtype, ("float32", "float64"))
     A, B, C = (np.ones((tile, tile), dtype) for _ in range(3))
     X = np.random.default_rng(0).standard_normal((large, large)).astype(dtype)
-    tile_rate = 2 * tile**3 * repeats / _seconds(_tile_products, A, B, C, repeats)
+    with blas_on_calling_thread():  # as the kernels call it
+        tile_rate = 2 * tile**3 * repeats / _seconds(_tile_products, A, B, C, repeats)
     return tile_rate, 2 * large**3 / _seconds(np.matmul, X, X)
 
 

@@ -11,6 +11,7 @@ prepare the inputs, are in :mod:`attnlib.fast`.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -21,6 +22,7 @@ from llvmlite import ir as llvm_ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import get_cython_function_address, intrinsic
+from threadpoolctl import ThreadpoolController
 
 from ._checks import check_choice, check_int
 from ._exp import _exp
@@ -76,7 +78,7 @@ MAX_BLOCK = 256
 #: blocks of Q, K, V, dO) as heads grow.
 #: Products this large are ones that OpenBLAS would split over threads of its own (above 2^18,
 #: interface/gemm.c), so the kernels pin BLAS to the calling thread while they run
-#: (:func:`attnlib.fast.blas_on_calling_thread`): the threads are numba's, one per block.
+#: (:func:`blas_on_calling_thread`): the threads are numba's, one per block.
 TILE_MULADDS = 1 << 23
 
 
@@ -170,6 +172,31 @@ def extra_memory_bytes(
 # ---------------------------------------------------------------------------------------
 # Tile products: BLAS gemm with alpha and beta
 # ---------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _blas_libraries():
+    """The BLAS libraries loaded in this process (SciPy's, which the tiles call, among them:
+    :mod:`attnlib._tiles` loads it on import), found once."""
+    return ThreadpoolController().select(user_api="blas")
+
+
+def blas_on_calling_thread():
+    """A context in which BLAS runs every call on the thread that makes it.
+
+    The kernels parallelise over blocks with numba's threads, and each thread calls BLAS on
+    its own tiles; a tile product of :data:`TILE_MULADDS` multiply-adds is large enough for
+    OpenBLAS to start threads of its own, which would oversubscribe the cores. Inside this
+    context BLAS is limited to one thread, and the previous limits come back on exit. The
+    limit is process-wide for the duration of a kernel call.
+
+    Examples
+    --------
+    >>> with blas_on_calling_thread():
+    ...     pass
+    """
+    return _blas_libraries().limit(limits=1)
+
 
 # SciPy's BLAS, the library numba's own np.dot calls: Fortran ?gemm, every argument by pointer.
 # The compiled code calls it by symbol name, so numba can cache it on disk; the name is bound

@@ -37,12 +37,9 @@ two ingredients of a tile on the machine at hand.
 
 from __future__ import annotations
 
-import functools
-
 import numba as nb
 import numpy as np
 from numba import prange
-from threadpoolctl import ThreadpoolController
 
 from ._checks import (
     AttnInputError,
@@ -70,6 +67,7 @@ from ._tiles import (
     _cdiv,
     _forward_block,
     _interleave,
+    blas_on_calling_thread,
     block_sizes,
     dq_groups,
     extra_memory_bytes,
@@ -236,30 +234,6 @@ KERNELS = (_run_forward, _run_backward, _run_forward_heads, _run_backward_heads)
 # ---------------------------------------------------------------------------------------
 # Public wrappers
 # ---------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _blas_libraries():
-    """The BLAS libraries loaded in this process (SciPy's, which the tiles call, among them:
-    :mod:`attnlib._tiles` loads it on import), found once."""
-    return ThreadpoolController().select(user_api="blas")
-
-
-def blas_on_calling_thread():
-    """A context in which BLAS runs every call on the thread that makes it.
-
-    The kernels parallelise over blocks with numba's threads, and each thread calls BLAS on
-    its own tiles; a tile product of :data:`TILE_MULADDS` multiply-adds is large enough for
-    OpenBLAS to start threads of its own, which would oversubscribe the cores. Inside this
-    context BLAS is limited to one thread, and the previous limits come back on exit. The
-    limit is process-wide for the duration of a kernel call.
-
-    Examples
-    --------
-    >>> with blas_on_calling_thread():
-    ...     pass
-    """
-    return _blas_libraries().limit(limits=1)
 
 
 def _frozen(x: np.ndarray) -> np.ndarray:

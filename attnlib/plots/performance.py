@@ -159,7 +159,7 @@ def flash_vs_torch(rows) -> list[tuple]:
 
 def _heads_label(r: dict) -> str:
     """A multi-head shape in words, e.g. "1 × 32 heads (8 K/V), n = 2048, d = 128, causal"."""
-    heads = f"{r['batch']} × {r['heads']} heads"
+    heads = f"{r['batch']} × {r['heads']} heads" if r["batch"] * r["heads"] > 1 else "one head"
     if r["kv_heads"] < r["heads"]:
         heads += f" ({r['kv_heads']} K/V)"
     return f"{heads}, n = {r['n']}, d = {r['d']}" + (", causal" if r["causal"] else "")
