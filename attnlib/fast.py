@@ -464,9 +464,8 @@ def flash_backward(
     groups, each with its own copy of dQ, added in a fixed order: no data races, and results
     bitwise independent of the number of threads. Batched input without a mask runs every head
     in one parallel call (with a mask, head by head), each head's result bit for bit the 2-D
-    kernel's; dK and dV
-    of a key/value head shared by grouped query heads are the sums over those heads, added in
-    the order of the heads.
+    kernel's; dK and dV of a key/value head shared by grouped query heads are the sums over
+    those heads, added in the order of the heads.
 
     Parameters
     ----------
