@@ -82,6 +82,10 @@ MAX_BLOCK = 256
 TILE_MULADDS = 1 << 23
 
 
+#: Elements per chunk of :func:`attnlib._exp._exp` (its scratch): 4 or 8 KiB, in the L1 cache.
+EXP_CHUNK = 1024
+
+
 def block_sizes(d: int, dv: int | None = None) -> tuple[int, int]:
     """(B_r, B_c): query rows and key rows per tile of the compiled kernels, for head
     dimensions d and d_v (default d).
@@ -141,8 +145,9 @@ def extra_memory_bytes(
     - the G - 1 extra copies of dQ (:func:`dq_groups`): (G - 1)·nd numbers;
     - D = rowsum(dO∘O): n float64 numbers;
     - with ``threads`` > 0, the scratch of that many threads, each working on one block at a
-      time: about 4·B_rB_c + B_r(d_v + 4) + B_c + 26 numbers (the forward's three tiles and
-      accumulator, or the backward's four tiles) and 3·B_r float64 numbers.
+      time: the larger of the forward's (one tile, its B_r × d_v accumulator, the chunk of
+      ``exp`` and a few rows: B_rB_c + B_r(d_v + 1) + B_c + 1043 numbers and 3·B_r float64
+      numbers) and the backward's (two tiles and the chunk: 2·B_rB_c + 1026 numbers).
 
     Numbers take the bytes of ``dtype`` ("float32" or "float64").
 
@@ -157,7 +162,7 @@ def extra_memory_bytes(
     >>> extra_memory_bytes(4096, 4096, 64) / 2**20
     9.046875
     >>> (extra_memory_bytes(4096, 4096, 64, threads=2) - extra_memory_bytes(4096, 4096, 64)) / 2**20
-    2.1466827392578125
+    1.0078887939453125
     """
     n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
     dv = d if dv is None else check_int("dv", dv)
@@ -165,7 +170,9 @@ def extra_memory_bytes(
     size = np.dtype(check_choice("dtype", dtype, ("float32", "float64"))).itemsize
     words = n * (dv + 1) + n * d + 2 * m * (d + dv) + (dq_groups(m, d, dv) - 1) * n * d
     br, bc = block_sizes(d, dv)
-    scratch = size * (4 * br * bc + br * (dv + 4) + bc + 26) + 8 * 3 * br
+    forward = size * (br * bc + br * (dv + 1) + bc + EXP_CHUNK + 19) + 8 * 3 * br
+    backward = size * (2 * br * bc + EXP_CHUNK + 2)
+    scratch = max(forward, backward) + 32  # and the 8 int32 arguments of the products
     return size * words + 8 * n + threads * scratch
 
 
@@ -284,15 +291,15 @@ def _interleave(t, nblocks):
 
 
 @nb.njit(cache=True)
-def _workspace(s):
-    """Scratch of one block: flat tiles (B_r·B_c numbers) for S and P, the buffer of
-    :func:`_exp`, and the pointer arguments of :func:`_gemm`."""
-    size = s.br * s.bc
+def _workspace(s, tiles):
+    """Scratch of one block: ``tiles`` flat tiles (B_r·B_c numbers each, as one array of
+    shape (tiles, B_r·B_c)), the chunk buffer of :func:`_exp`, and the pointer arguments of
+    :func:`_gemm`. Tiles are overwritten in place (S becomes P), so that a block's working
+    set (its tiles and the blocks of Q, K, V, dO they multiply) stays near the L2 cache."""
     dtype = s.Q.dtype
     return (
-        np.empty(size, dtype),
-        np.empty(size, dtype),
-        np.empty(size, dtype),
+        np.empty((tiles, s.br * s.bc), dtype),
+        np.empty(EXP_CHUNK, dtype),
         np.empty(8, np.int32),
         np.empty(2, dtype),
     )
@@ -350,10 +357,10 @@ def _row_max(x, lanes):
 
 
 @nb.njit(cache=True)
-def _probabilities(S, i0, lse, scratch, P):
-    """P = exp(S - lse) for one tile of logits S, overwritten on the way (FA2 Alg. 2, line 11).
-    Masked logits (-inf) and fully masked rows (lse = -inf) give 0. ``scratch`` is a flat
-    buffer of the tile's size."""
+def _probabilities(S, i0, lse, scratch):
+    """S ← P = exp(S - lse) for one tile of logits S, in place (FA2 Alg. 2, line 11).
+    Masked logits (-inf) and fully masked rows (lse = -inf) give 0. ``scratch`` is the chunk
+    buffer of :func:`_exp`."""
     rows, cols = S.shape
     for r in range(rows):
         lr = lse[i0 + r]
@@ -363,7 +370,7 @@ def _probabilities(S, i0, lse, scratch, P):
         else:
             for c in range(cols):
                 S[r, c] -= lr
-    _exp(S.reshape(rows * cols), P.reshape(rows * cols), scratch)
+    _exp(S.reshape(rows * cols), scratch)
 
 
 @nb.njit(cache=True)
@@ -391,7 +398,8 @@ def _forward_block(s, V, qb, O, lse):
     i0 = qb * s.br
     i1 = min(i0 + s.br, n)
     rows = i1 - i0
-    sbuf, pbuf, scratch, ints, flts = _workspace(s)
+    tiles, scratch, ints, flts = _workspace(s, 1)
+    sbuf = tiles[0]  # S, then P in place
     shift = np.empty(1, dtype)
     lanes = np.empty(_LANES, dtype)
     ones = np.ones(s.bc, dtype)
@@ -419,8 +427,8 @@ def _forward_block(s, V, qb, O, lse):
             # online softmax (FA2 Alg. 1, lines 9–10): rescale what came before
             alpha[r] = math.exp(old - new) if new > -np.inf else 1.0
             run_max[r] = new
-        P = pbuf[: rows * cols].reshape((rows, cols))
-        _exp(sbuf[: rows * cols], pbuf[: rows * cols], scratch[: rows * cols])
+        _exp(sbuf[: rows * cols], scratch)
+        P = S
         np.dot(P, ones[:cols], tile_sum[:rows])  # row sums of P by one gemv
         for r in range(rows):
             run_sum[r] = run_sum[r] * alpha[r] + tile_sum[r]
@@ -452,8 +460,9 @@ def _backward_key_block(s, u, kb, dKj, dVj, dq):
     j0 = kb * s.bc
     j1 = min(j0 + s.bc, m)
     cols = j1 - j0
-    sbuf, pbuf, scratch, ints, flts = _workspace(s)
-    gbuf = np.empty(s.br * s.bc, s.Q.dtype)  # dP, then dS
+    tiles, scratch, ints, flts = _workspace(s, 2)
+    sbuf = tiles[0]  # S, then P in place
+    gbuf = tiles[1]  # dP, then dS in place
     # under causality, rows i < j0 see none of these keys
     first = (j0 // s.br) * s.br if s.is_causal else 0
     for i0 in range(first, n, s.br):
@@ -462,8 +471,8 @@ def _backward_key_block(s, u, kb, dKj, dVj, dq):
         tile = rows * cols
         S = sbuf[:tile].reshape((rows, cols))
         _logits(s, i0, i1, j0, j1, S, ints, flts)
-        P = pbuf[:tile].reshape((rows, cols))
-        _probabilities(S, i0, u.lse, scratch[:tile], P)
+        _probabilities(S, i0, u.lse, scratch)
+        P = S
         dOi = u.dO[i0:i1]
         _gemm(P, True, dOi, False, dVj, 1.0, 1.0, ints, flts)  # dV_j += P_ijᵀ dO_i
         G = gbuf[:tile].reshape((rows, cols))

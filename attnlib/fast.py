@@ -272,11 +272,24 @@ def _logits_bounded(Q: np.ndarray, K: np.ndarray, scale: float) -> bool:
     dtype = Q.dtype
     big = float(np.finfo(dtype).max)
     d = Q.shape[-1]
-    bound = max_row_norm(Q.reshape(-1, d)) * max_row_norm(K.reshape(-1, d))
-    bound *= 1 + (d + 2) * 2.3e-16
+    slack = 1 + (d + 2) * 2.3e-16
     if dtype == np.float32:
-        bound *= 1 + (d + 2) * float(np.finfo(np.float32).eps)
-    return bound <= big and scale * bound <= big
+        slack *= 1 + (d + 2) * float(np.finfo(np.float32).eps)
+
+    def fits(bound: float) -> bool:
+        bound *= slack
+        return bound <= big and scale * bound <= big
+
+    # first from the largest entries alone (‖q‖₂ ≤ √d·max|q_k|): two passes over each array
+    # without temporaries, enough for all but huge entries; then from the row norms
+    if fits(d * _max_abs(Q) * _max_abs(K)):
+        return True
+    return fits(max_row_norm(Q.reshape(-1, d)) * max_row_norm(K.reshape(-1, d)))
+
+
+def _max_abs(X: np.ndarray) -> float:
+    """max |x| over a finite float array, as a Python float."""
+    return max(float(X.max()), -float(X.min()))
 
 
 def _refuse_overflow(Q: np.ndarray, K: np.ndarray, scale: float) -> None:
