@@ -111,75 +111,39 @@ def _blocked_transpose(X: np.ndarray, bc: int) -> np.ndarray:
 
 
 @nb.njit(parallel=True, cache=True)
-def _run_forward(s, V, O, lse):
-    """The forward pass: query blocks in parallel, each writing its own rows of O and lse."""
-    nblocks = _cdiv(s.Q.shape[0], s.br)
-    for t in prange(nblocks):
-        _forward_block(s, V, _interleave(t, nblocks), O, lse)
-
-
-@nb.njit(parallel=True, cache=True)
-def _run_backward(s, u, dK, dV, dQ, dQg):
-    """The backward pass, in three parallel steps. (1) D = rowsum(dO∘O) in float64, rows in
-    parallel. (2) The G key-block groups in parallel: group g runs key blocks g, g + G, ... in
-    increasing order and adds into its own copy of dQ, group 0 into dQ itself and group g ≥ 1
-    into dQg[g - 1]. (3) dQ ← τ·(dQ + Σ_g dQg[g]), summed in float64 in the fixed order of g
-    for every entry, rows in parallel."""
-    # Each prange loop has names of its own (prange takes a name that lives on after the loop
-    # for a reduction) and stores through plain names (a store through a tuple's field is lost)
-    n, dv = u.O.shape
-    D, dO, O = u.D, u.dO, u.O
-    for i in prange(n):
-        dot = 0.0
-        for k in range(dv):
-            dot += np.float64(dO[i, k]) * np.float64(O[i, k])
-        D[i] = dot
-    groups = dQg.shape[0] + 1
-    m = s.K.shape[0]
-    kblocks = _cdiv(m, s.bc)
-    for g in prange(groups):
-        dq = dQ if g == 0 else dQg[g - 1]
-        for kb in range(g, kblocks, groups):
-            j0 = kb * s.bc
-            j1 = min(j0 + s.bc, m)
-            _backward_key_block(s, u, kb, dK[j0:j1], dV[j0:j1], dq)
-    d = dQ.shape[1]
-    scale = s.scale
-    for r in prange(n):
-        for c in range(d):
-            total = np.float64(dQ[r, c])
-            for copy in range(groups - 1):
-                total += dQg[copy, r, c]
-            dQ[r, c] = total * scale
-
-
-@nb.njit(parallel=True, cache=True)
-def _run_forward_heads(Q, K, KT, V, keep, tau, causal, br, bc, g, O, lse):
-    """The forward pass of every head at once: Q (heads, n, d), K and KT (blocked) and V of
-    the key/value heads, head h reading key/value head h // g. The (head, query block) pairs
-    run in parallel, each writing its own rows of O (heads, n, d_v) and lse (heads, n)."""
+def _run_forward(Q, K, KT, V, keep, has_mask, tau, causal, br, bc, g, O, lse):
+    """The forward pass of every head at once: Q (heads, n, d), K, its blocked transpose KT
+    and V of the key/value heads, head h reading key/value head h // g; ``keep`` an (n, m)
+    keep-mask for every head when ``has_mask``. The (head, query block) pairs run in
+    parallel, each writing its own rows of O (heads, n, d_v) and lse (heads, n). A single
+    head is the case heads = g = 1."""
     nblocks = _cdiv(Q.shape[1], br)
     for t in prange(Q.shape[0] * nblocks):
         h = t // nblocks
         j = h // g
-        s = Scores(Q[h], K[j], KT[j], tau, keep, False, causal, br, bc)
+        s = Scores(Q[h], K[j], KT[j], tau, keep, has_mask, causal, br, bc)
         _forward_block(s, V[j], _interleave(t % nblocks, nblocks), O[h], lse[h])
 
 
 @nb.njit(parallel=True, cache=True)
-def _run_backward_heads(
-    Q, K, KT, V, VT, O, dO, lse, D, keep, tau, causal, br, bc, g, dK, dV, dQ, dQg
+def _run_backward(
+    Q, K, KT, V, VT, O, dO, lse, D, keep, has_mask, tau, causal, br, bc, g, dK, dV, dQ, dQg
 ):
-    """The backward pass of every head at once (shapes as in :func:`_run_forward_heads`).
+    """The backward pass of every head at once (shapes as in :func:`_run_forward`), in three
+    parallel steps.
 
     (1) D = rowsum(dO∘O) in float64, rows of every head in parallel. (2) The (key/value head
     j, group) pairs in parallel: pair (j, G') runs the query heads h = j·g, ..., j·g + g - 1
-    in order, and for each the key blocks G', G' + G, ... of :func:`_run_backward`, adding
-    into head h's copy of dQ for its group (dQ[h] for group 0, dQg[G' - 1, h] after). It owns
+    in order, and for each the key blocks G', G' + G, ... in increasing order, adding into
+    head h's copy of dQ for its group (dQ[h] for group 0, dQg[G' - 1, h] after). It owns
     those blocks of dK[j] and dV[j]: with g > 1 each head's block is computed in zeroed
     scratch and then added, so dK and dV are the per-head gradients summed in the order of
     the heads, bit for bit what :func:`attnlib._heads.backward_heads` adds head by head.
-    (3) dQ ← τ·(dQ + Σ copies) in float64, in the fixed order of the groups."""
+    (3) dQ ← τ·(dQ + Σ copies), summed in float64 in the fixed order of the groups for every
+    entry, rows in parallel.
+    """
+    # each prange loop has names of its own (prange takes a name that lives on after the loop
+    # for a reduction) and stores through plain names (a store through a tuple's field is lost)
     heads, n, dv = O.shape
     for r in prange(heads * n):
         h = r // n
@@ -191,13 +155,14 @@ def _run_backward_heads(
     groups = dQg.shape[0] + 1
     m, d = K.shape[1], K.shape[2]
     kblocks = _cdiv(m, bc)
+    scratch_rows = bc if g > 1 else 0
     for t in prange(K.shape[0] * groups):
         j = t // groups
         grp = t % groups
-        dKh = np.empty((bc, d), dK.dtype)  # one head's block of dK (and dV), for g > 1
-        dVh = np.empty((bc, dv), dV.dtype)
+        dKh = np.empty((scratch_rows, d), dK.dtype)  # one head's block of dK (and dV), g > 1
+        dVh = np.empty((scratch_rows, dv), dV.dtype)
         for h in range(j * g, (j + 1) * g):
-            s = Scores(Q[h], K[j], KT[j], tau, keep, False, causal, br, bc)
+            s = Scores(Q[h], K[j], KT[j], tau, keep, has_mask, causal, br, bc)
             u = Upstream(V[j], VT[j], O[h], dO[h], lse[h], D[h])
             dq = dQ[h] if grp == 0 else dQg[grp - 1, h]
             for kb in range(grp, kblocks, groups):
@@ -228,7 +193,7 @@ def _run_backward_heads(
 
 
 #: Every compiled entry point; each has one signature per dtype (see :func:`_frozen`).
-KERNELS = (_run_forward, _run_backward, _run_forward_heads, _run_backward_heads)
+KERNELS = (_run_forward, _run_backward)
 
 
 # ---------------------------------------------------------------------------------------
@@ -253,16 +218,14 @@ def _frozen(x: np.ndarray) -> np.ndarray:
 _NO_MASK = _frozen(np.ones((1, 1), dtype=np.bool_))
 
 
-def _scores(Q, K, tau, mask, is_causal, dv) -> Scores:
-    """The tile arguments of validated, frozen Q and K: the mask (checked), causality (a
-    bool), the block sizes and K's blocked transpose, after refusing overflowing logits."""
-    n, m = Q.shape[0], K.shape[0]
+def _keep(mask, is_causal, n: int, m: int):
+    """The kernels' mask arguments: (keep, has_mask, is_causal), the mask checked against
+    (n, m) and frozen, causality a bool."""
     mask = check_mask(mask, n, m)
     is_causal = check_bool("is_causal", is_causal)
-    _refuse_overflow(Q, K, tau)
-    br, bc = block_sizes(Q.shape[1], dv)
-    keep = _NO_MASK if mask is None else _frozen(mask)
-    return Scores(Q, K, _blocked_transpose(K, bc), tau, keep, mask is not None, is_causal, br, bc)
+    if mask is None:
+        return _NO_MASK, False, is_causal
+    return _frozen(mask), True, is_causal
 
 
 def _logits_bounded(Q: np.ndarray, K: np.ndarray, scale: float) -> bool:
@@ -404,20 +367,12 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa
 
 
 def _forward(Q, K, V, tau, mask, is_causal):
-    """The forward kernel on validated 2-D arrays of one float dtype."""
-    n, dv = Q.shape[0], V.shape[1]
+    """The forward kernel on validated 2-D arrays of one float dtype: one head."""
     Q, K, V = (_frozen(x) for x in (Q, K, V))
-    s = _scores(Q, K, tau, mask, is_causal, dv)
-    shift = _value_shift(V)
-    if shift:
-        V = _frozen(np.ldexp(V, -shift))
-    O = np.empty((n, dv), dtype=Q.dtype)
-    lse = np.empty(n, dtype=Q.dtype)
-    with blas_on_calling_thread():
-        _run_forward(s, V, O, lse)
-    if shift:
-        np.ldexp(O, shift, out=O)
-    return O, lse
+    keep = _keep(mask, is_causal, Q.shape[0], K.shape[0])
+    _refuse_overflow(Q, K, tau)
+    O, lse = _run_forward_kernel(Q[None], K[None], V[None], tau, *keep, 1)
+    return O[0], lse[0]
 
 
 def _forward_all_heads(Q, K, V, tau, is_causal, g):
@@ -428,9 +383,16 @@ def _forward_all_heads(Q, K, V, tau, is_causal, g):
     Q, K, V = (_frozen(x) for x in (Q, K, V))
     if not _logits_bounded(Q, K, tau):
         return None
-    heads, n, _ = Q.shape
+    return _run_forward_kernel(Q, K, V, tau, _NO_MASK, False, bool(is_causal), g)
+
+
+def _run_forward_kernel(Q, K, V, tau, keep, has_mask, is_causal, g):
+    """O (heads, n, d_v) and lse (heads, n) by :func:`_run_forward` on frozen 3-D arrays,
+    with V scaled down first when its rows could overflow the accumulator
+    (:func:`_value_shift`), and BLAS on the calling thread."""
+    heads, n, d = Q.shape
     dv = V.shape[2]
-    br, bc = block_sizes(Q.shape[2], dv)
+    br, bc = block_sizes(d, dv)
     shift = _value_shift(V)
     if shift:
         V = _frozen(np.ldexp(V, -shift))
@@ -438,7 +400,7 @@ def _forward_all_heads(Q, K, V, tau, is_causal, g):
     lse = np.empty((heads, n), dtype=Q.dtype)
     KT = _blocked_transpose(K, bc)
     with blas_on_calling_thread():
-        _run_forward_heads(Q, K, KT, V, _NO_MASK, tau, bool(is_causal), br, bc, g, O, lse)
+        _run_forward(Q, K, KT, V, keep, has_mask, tau, is_causal, br, bc, g, O, lse)
     if shift:
         np.ldexp(O, shift, out=O)
     return O, lse
@@ -451,6 +413,12 @@ def _backward_all_heads(Q, K, V, O, dO, lse, tau, is_causal, g):
     Q, K, V, O, dO, lse = (_frozen(x) for x in (Q, K, V, O, dO, lse))
     if not _logits_bounded(Q, K, tau):
         return None
+    return _run_backward_kernel(Q, K, V, O, dO, lse, tau, _NO_MASK, False, bool(is_causal), g)
+
+
+def _run_backward_kernel(Q, K, V, O, dO, lse, tau, keep, has_mask, is_causal, g):
+    """dQ, dK, dV by :func:`_run_backward` on frozen 3-D arrays (heads first), with BLAS on
+    the calling thread."""
     heads, n, d = Q.shape
     m, dv = V.shape[1:]
     dtype = Q.dtype
@@ -461,9 +429,9 @@ def _backward_all_heads(Q, K, V, O, dO, lse, tau, is_causal, g):
     dQg = np.zeros((dq_groups(m, d, dv) - 1, heads, n, d), dtype=dtype)
     D = np.empty((heads, n))
     KT, VT = _blocked_transpose(K, bc), _blocked_transpose(V, bc)
-    args = (Q, K, KT, V, VT, O, dO, lse, D, _NO_MASK, tau, bool(is_causal), br, bc, g)
+    args = (Q, K, KT, V, VT, O, dO, lse, D, keep, has_mask, tau, is_causal, br, bc, g)
     with blas_on_calling_thread():
-        _run_backward_heads(*args, dK, dV, dQ, dQg)
+        _run_backward(*args, dK, dV, dQ, dQg)
     return dQ, dK, dV
 
 
@@ -521,20 +489,13 @@ def flash_backward(
 
 
 def _backward(Q, K, V, O, dO, lse, tau, mask, is_causal):
-    """The backward kernel on validated 2-D arrays of one float dtype."""
-    n, d = Q.shape
-    m, dv = V.shape
-    dtype = Q.dtype
+    """The backward kernel on validated 2-D arrays of one float dtype: one head."""
     Q, K, V, O, dO, lse = (_frozen(x) for x in (Q, K, V, O, dO, lse))
-    s = _scores(Q, K, tau, mask, is_causal, dv)
-    u = Upstream(V, _blocked_transpose(V, s.bc), O, dO, lse, np.empty(n))
-    dQ = np.zeros((n, d), dtype=dtype)
-    dK = np.zeros((m, d), dtype=dtype)
-    dV = np.zeros((m, dv), dtype=dtype)
-    dQg = np.zeros((dq_groups(m, d, dv) - 1, n, d), dtype=dtype)
-    with blas_on_calling_thread():
-        _run_backward(s, u, dK, dV, dQ, dQg)
-    return dQ, dK, dV
+    keep = _keep(mask, is_causal, Q.shape[0], K.shape[0])
+    _refuse_overflow(Q, K, tau)
+    arrays = (x[None] for x in (Q, K, V, O, dO, lse))
+    dQ, dK, dV = _run_backward_kernel(*arrays, tau, *keep, 1)
+    return dQ[0], dK[0], dV[0]
 
 
 def forward_backward(
