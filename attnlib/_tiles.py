@@ -421,7 +421,7 @@ def _forward_block(s, V, qb, O, lse):
             # the row maximum, in the tile's dtype (it is one of the logits); a row with every
             # key so far masked keeps its -inf logits, whose exp is 0
             shift[0] = new if new > -np.inf else 0.0
-            sh = shift[0]  # a local: a load through ``shift`` inside the loop blocks vectorising
+            sh = shift[0]  # read back: the shift rounded to the tile's dtype
             for c in range(cols):
                 S[r, c] -= sh
             # online softmax (FA2 Alg. 1, lines 9–10): rescale what came before

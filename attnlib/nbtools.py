@@ -51,6 +51,7 @@ __all__ = [
     "rel_err",
     "central_difference",
     "median_time",
+    "round_robin_times",
     "traced_peak_bytes",
     "machine_rates",
     "loglog_slope",
@@ -353,6 +354,53 @@ def median_time(
         fn(*args)
         times.append(now() - start)
     return statistics.median(times)
+
+
+def round_robin_times(
+    calls: dict, *, rounds: int = 5, clock: str = "cpu", min_seconds: float = 0.02
+) -> dict:
+    """Median seconds of each call in ``calls`` ({key: (fn, args)}), timed round-robin: in
+    each of ``rounds`` rounds every call is timed once, as the mean of enough back-to-back
+    runs to last about ``min_seconds`` (counted from a first, untimed run).
+
+    On a shared machine a slow spell lasts seconds to minutes; timing one size after another
+    lets it fall on some sizes only and bend a fitted slope, while round-robin spreads it over
+    all of them, so ratios and slopes between the calls survive it. ``clock`` as in
+    :func:`median_time`.
+
+    Raises :class:`attnlib.AttnInputError` on an empty or malformed ``calls``, an unknown
+    clock or bad counts.
+
+    Examples
+    --------
+    >>> t = round_robin_times({"short": (sum, (range(10),)), "long": (sum, (range(10**5),))})
+    >>> t["short"] < t["long"]
+    True
+    """
+    if not isinstance(calls, dict) or not calls:
+        raise AttnInputError("calls must be a non-empty dict {key: (fn, args)}")
+    for key, call in calls.items():
+        if not (isinstance(call, tuple) and len(call) == 2 and callable(call[0])):
+            raise AttnInputError(f"calls[{key!r}] must be a pair (fn, args) with fn callable")
+        if not isinstance(call[1], tuple):
+            raise AttnInputError(f"calls[{key!r}]: args must be a tuple")
+    check_choice("clock", clock, tuple(_CLOCKS))
+    rounds = check_int("rounds", rounds)
+    min_seconds = float(check_positive_real("min_seconds", min_seconds))
+    now = _CLOCKS[clock]
+    repeats = {}
+    for key, (fn, args) in calls.items():  # untimed for the result: it sets the repeats
+        start = now()
+        fn(*args)
+        repeats[key] = max(1, math.ceil(min_seconds / max(now() - start, 1e-9)))
+    times: dict = {key: [] for key in calls}
+    for _ in range(rounds):
+        for key, (fn, args) in calls.items():
+            start = now()
+            for _ in range(repeats[key]):
+                fn(*args)
+            times[key].append((now() - start) / repeats[key])
+    return {key: statistics.median(t) for key, t in times.items()}
 
 
 def traced_peak_bytes(fn, *args) -> int:

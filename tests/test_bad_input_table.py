@@ -795,6 +795,49 @@ raises(
     lambda: nbt.median_time(abs, 1, min_repeats=0),
     word("min_repeats"),
 )
+raises(3, "round_robin_times", "calls={}", lambda: nbt.round_robin_times({}), word("calls"))
+raises(
+    3,
+    "round_robin_times",
+    "call-not-a-pair",
+    lambda: nbt.round_robin_times({"a": abs}),
+    word("calls"),
+)
+raises(
+    3,
+    "round_robin_times",
+    "args-not-a-tuple",
+    lambda: nbt.round_robin_times({"a": (abs, -1)}),
+    word("args"),
+)
+raises(
+    3,
+    "round_robin_times",
+    "rounds=0",
+    lambda: nbt.round_robin_times({"a": (abs, (-1,))}, rounds=0),
+    word("rounds"),
+)
+raises(
+    3,
+    "round_robin_times",
+    "clock",
+    lambda: nbt.round_robin_times({"a": (abs, (-1,))}, clock="gpu"),
+    word("clock"),
+)
+raises(
+    3,
+    "round_robin_times",
+    "min_seconds=0",
+    lambda: nbt.round_robin_times({"a": (abs, (-1,))}, min_seconds=0),
+    word("min_seconds"),
+)
+valid(
+    3,
+    "round_robin_times",
+    "two-keys",
+    lambda: nbt.round_robin_times({"a": (abs, (-1,)), "b": (abs, (2,))}, rounds=2),
+    lambda t: set(t) == {"a", "b"} and all(v >= 0 for v in t.values()),
+)
 raises(3, "traced_peak_bytes", "fn=None", lambda: nbt.traced_peak_bytes(None), word("fn"))
 raises(3, "machine_rates", "dtype=int8", lambda: nbt.machine_rates(dtype="int8"), word("dtype"))
 raises(3, "machine_rates", "n=0", lambda: nbt.machine_rates(n=0), word("n"))
