@@ -8,9 +8,11 @@ compiled code only, through :func:`numba.extending.overload`.
 
 The routine is compiled with one fast-math flag only, ``contract``: a multiply followed by an
 add may become one fused multiply-add (FMA) where the CPU has it, rounded once instead of
-twice. That keeps the error within the bounds the tests assert (about 1 ulp) and makes the
-routine about twice as fast (the polynomial is a chain of dependent multiply-adds); results
-may differ in the last bit between CPUs with and without FMA, as BLAS results already do.
+twice. That keeps the error within the bounds the tests assert (about 1 ulp) and shortens
+the chain of dependent operations that bounds the routine's speed (measured on a Zen 3 core,
+with the changes below: about 1.2 to 1.6 times faster per float32 element, twice per float64
+one); results may differ in the last bit between CPUs with and without FMA, as BLAS results
+already do.
 No other flag is used: the routine never assumes away infinities, NaNs or signed zeros.
 """
 
