@@ -307,7 +307,7 @@ def _value_shift(V: np.ndarray) -> int:
     dtype, V is scaled by 2^-shift, which is exact, and O is scaled back.
     """
     m = V.shape[-2]
-    vmax = float(np.abs(V).max())
+    vmax = _max_abs(V)
     if vmax <= float(np.finfo(V.dtype).max) / (4.0 * m):
         return 0
     return int(np.ceil(np.log2(m))) + 2
