@@ -1,10 +1,10 @@
 """A vectorisable ``exp`` for the compiled kernels, without libm.
 
 numba compiles ``math.exp`` to a libm call per element, which LLVM does not vectorise without
-fastmath. :func:`_exp` is a short branch-free routine instead (Cody–Waite reduction, a
-polynomial for e^r, 2^k from exponent bits), run over a whole tile at once: Cephes' expf
-polynomial (about 1 ulp) in float32, a degree-13 Taylor polynomial in float64. Callable from
-compiled code only, through :func:`numba.extending.overload`.
+fastmath. :func:`_exp_shifted` is a short branch-free routine instead (Cody–Waite reduction, a
+polynomial for e^r, 2^k from exponent bits), x ← exp(x - shift) in one pass over a row of a
+tile: Cephes' expf polynomial (about 1 ulp) in float32, a degree-13 Taylor polynomial in
+float64. Callable from compiled code only, through :func:`numba.extending.overload`.
 
 The routine is compiled with one fast-math flag only, ``contract``: a multiply followed by an
 add may become one fused multiply-add (FMA) where the CPU has it, rounded once instead of
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 _LOG2E = 1.4426950408889634
 # ln 2 split so that k·_LN2_HI is exact for the k that occur (fdlibm's constants)
@@ -55,17 +55,36 @@ _ZERO32 = np.float32(0.0)
 _ONE32 = np.float32(1.0)
 
 
-def _exp(x, scratch):
-    """x = exp(x), in place, for a 1-d array x of one float dtype, without libm (compiled via
-    the overload).
+def _exp_shifted(x, shift):
+    """x = exp(x - shift), in place, for a 1-d array x and a number ``shift`` of x's float
+    dtype, without libm (compiled via the overload). x - shift is rounded to the dtype first,
+    as if x had been shifted in place and then exponentiated.
 
-    ``scratch``, a 1-d buffer of x's dtype, sets the chunk: x is done len(scratch) elements at
-    a time, so a short scratch (a few KiB) stays in the L1 cache however long x is. Arguments
-    below about -708 (float64) or -87 (float32), including -inf, give exactly 0. Called on
-    whole tiles: on 64-element rows the loop set-up costs as much as the arithmetic. In place
-    because a separate output that might alias x makes LLVM fall back to scalar code.
+    Arguments x - shift below about -708 (float64) or -87 (float32), including -inf, give
+    exactly 0; ``shift`` must be finite. One pass, one load and one store per element: the
+    kernels call it on each row of a tile with the row's maximum (forward) or log-sum-exp
+    (backward) as the shift, so that the shift costs no pass of its own.
     """
     raise NotImplementedError("only callable from compiled code")
+
+
+@intrinsic
+def _two_to_the(typingctx, rounded, offset, mantissa):
+    """2^k as a float of ``rounded``'s dtype, from the bits of ``rounded`` = k + 1.5·2^p
+    (p the mantissa width) rounded to an integer: ((bits - offset) << mantissa) read back as a
+    float, where offset = bits(1.5·2^p) - exponent bias. Integer arithmetic on the float's own
+    bits: no float-to-integer conversion, which AVX2 lacks for float64."""
+    itype = types.int32 if rounded == types.float32 else types.int64
+    sig = rounded(rounded, offset, mantissa)
+
+    def codegen(context, builder, signature, args):
+        ity = context.get_value_type(itype)
+        bits = builder.bitcast(args[0], ity)
+        off = context.cast(builder, args[1], signature.args[1], itype)
+        shift = context.cast(builder, args[2], signature.args[2], itype)
+        return builder.bitcast(builder.shl(builder.sub(bits, off), shift), args[0].type)
+
+    return sig, codegen
 
 
 @nb.njit(inline="always")
@@ -99,44 +118,29 @@ def _exp_taylor(r):
     return p * r + 1.0
 
 
-def _exp_kernel(lo, hi, log2e, rnd, ln2_hi, ln2_lo, polynomial, zero, itype, bias, mantissa):
-    """The loops of ``exp`` for one dtype, from its constants: Cody–Waite reduction
+def _exp_kernel(lo, hi, log2e, rnd, ln2_hi, ln2_lo, polynomial, zero, ftype, itype, bias, mantissa):
+    """The loop of ``exp`` for one dtype, from its constants: Cody–Waite reduction
     t = k·ln2 + r with |r| ≤ ln2/2 (8 float32 or 4 float64 lanes per AVX2 vector), the
-    polynomial for e^r, then 2^k from exponent bits.
-
-    k is read from the bits of t·log2(e) + 1.5·2^p (p the mantissa width), whose last bits
-    hold k + 2^(p-1) once the sum is rounded: integer arithmetic on those bits gives the
-    exponent field k + bias, with no float-to-integer conversion (which AVX2 lacks for
-    float64, so that such a conversion kept the float64 loop scalar).
+    polynomial for e^r, then 2^k from the exponent bits of the rounded t·log2(e) + 1.5·2^p
+    (:func:`_two_to_the`).
     """
-    rnd_bits = np.array([rnd]).view(itype)[0]
+    offset = itype(np.array([rnd]).view(itype)[0] - bias)
 
-    def kernel(x, scratch):
-        n = x.shape[0]
-        size = scratch.shape[0]
-        bits = scratch.view(itype)
-        for c0 in range(0, n, size):
-            chunk = x[c0 : min(c0 + size, n)]
-            k = chunk.shape[0]
-            for c in range(k):
-                t = chunk[c]
-                tc = t if t > lo else lo
-                tc = tc if tc < hi else hi
-                kr = tc * log2e + rnd  # k + 1.5·2^p, rounded: k in the last bits
-                kf = kr - rnd
-                r = (tc - kf * ln2_hi) - kf * ln2_lo
-                chunk[c] = polynomial(r) if t >= lo else zero
-                scratch[c] = kr
-            for c in range(k):
-                bits[c] = (bits[c] - rnd_bits + bias) << mantissa  # 2^k
-            for c in range(k):
-                chunk[c] *= scratch[c]
+    def kernel(x, shift):
+        s = ftype(shift)  # in x's dtype, whatever the caller's
+        for c in range(x.shape[0]):
+            t = x[c] - s
+            tc = min(max(t, lo), hi)  # a max and a min instruction; a NaN t gives 0 below
+            kr = tc * log2e + rnd  # k + 1.5·2^p, rounded: k in the last bits
+            kf = kr - rnd
+            r = (tc - kf * ln2_hi) - kf * ln2_lo
+            x[c] = polynomial(r) * _two_to_the(kr, offset, mantissa) if t >= lo else zero
 
     return kernel
 
 
-@overload(_exp, jit_options={"cache": True, "fastmath": {"contract"}})
-def _exp_impl(x, scratch):
+@overload(_exp_shifted, jit_options={"cache": True, "fastmath": {"contract"}})
+def _exp_impl(x, shift):
     if x.dtype == types.float32:
         return _exp_kernel(
             _EXP_MIN32,
@@ -147,10 +151,22 @@ def _exp_impl(x, scratch):
             _LN2_LO32,
             _expf_polynomial,
             _ZERO32,
+            np.float32,
             np.int32,
             np.int32(127),
             np.int32(23),
         )
     return _exp_kernel(
-        _EXP_MIN, _EXP_MAX, _LOG2E, _ROUND, _LN2_HI, _LN2_LO, _exp_taylor, 0.0, np.int64, 1023, 52
+        _EXP_MIN,
+        _EXP_MAX,
+        _LOG2E,
+        _ROUND,
+        _LN2_HI,
+        _LN2_LO,
+        _exp_taylor,
+        0.0,
+        np.float64,
+        np.int64,
+        1023,
+        52,
     )

@@ -25,7 +25,7 @@ from numba.extending import get_cython_function_address, intrinsic
 from threadpoolctl import ThreadpoolController
 
 from ._checks import check_choice, check_int
-from ._exp import _exp
+from ._exp import _exp_shifted
 from .config import DQ_GROUPS
 
 
@@ -80,10 +80,6 @@ MAX_BLOCK = 256
 #: interface/gemm.c), so the kernels pin BLAS to the calling thread while they run
 #: (:func:`blas_on_calling_thread`): the threads are numba's, one per block.
 TILE_MULADDS = 1 << 23
-
-
-#: Elements per chunk of :func:`attnlib._exp._exp` (its scratch): 4 or 8 KiB, in the L1 cache.
-EXP_CHUNK = 1024
 
 
 def block_sizes(d: int, dv: int | None = None) -> tuple[int, int]:
@@ -145,9 +141,9 @@ def extra_memory_bytes(
     - the G - 1 extra copies of dQ (:func:`dq_groups`): (G - 1)·nd numbers;
     - D = rowsum(dO∘O): n float64 numbers;
     - with ``threads`` > 0, the scratch of that many threads, each working on one block at a
-      time: the larger of the forward's (one tile, its B_r × d_v accumulator, the chunk of
-      ``exp`` and a few rows: B_rB_c + B_r(d_v + 1) + B_c + 1043 numbers and 3·B_r float64
-      numbers) and the backward's (two tiles and the chunk: 2·B_rB_c + 1026 numbers).
+      time: the larger of the forward's (one tile, its B_r × d_v accumulator and a few rows:
+      B_rB_c + B_r(d_v + 1) + B_c + 18 numbers and 3·B_r float64 numbers) and the backward's
+      (two tiles: 2·B_rB_c + 2 numbers).
 
     Numbers take the bytes of ``dtype`` ("float32" or "float64").
 
@@ -162,7 +158,7 @@ def extra_memory_bytes(
     >>> extra_memory_bytes(4096, 4096, 64) / 2**20
     9.046875
     >>> (extra_memory_bytes(4096, 4096, 64, threads=2) - extra_memory_bytes(4096, 4096, 64)) / 2**20
-    1.0078887939453125
+    1.0000762939453125
     """
     n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
     dv = d if dv is None else check_int("dv", dv)
@@ -170,8 +166,8 @@ def extra_memory_bytes(
     size = np.dtype(check_choice("dtype", dtype, ("float32", "float64"))).itemsize
     words = n * (dv + 1) + n * d + 2 * m * (d + dv) + (dq_groups(m, d, dv) - 1) * n * d
     br, bc = block_sizes(d, dv)
-    forward = size * (br * bc + br * (dv + 1) + bc + EXP_CHUNK + 19) + 8 * 3 * br
-    backward = size * (2 * br * bc + EXP_CHUNK + 2)
+    forward = size * (br * bc + br * (dv + 1) + bc + 18) + 8 * 3 * br
+    backward = size * (2 * br * bc + 2)
     scratch = max(forward, backward) + 32  # and the 8 int32 arguments of the products
     return size * words + 8 * n + threads * scratch
 
@@ -293,13 +289,12 @@ def _interleave(t, nblocks):
 @nb.njit(cache=True)
 def _workspace(s, tiles):
     """Scratch of one block: ``tiles`` flat tiles (B_r·B_c numbers each, as one array of
-    shape (tiles, B_r·B_c)), the chunk buffer of :func:`_exp`, and the pointer arguments of
-    :func:`_gemm`. Tiles are overwritten in place (S becomes P), so that a block's working
-    set (its tiles and the blocks of Q, K, V, dO they multiply) stays near the L2 cache."""
+    shape (tiles, B_r·B_c)) and the pointer arguments of :func:`_gemm`. Tiles are overwritten
+    in place (S becomes P), so that a block's working set (its tiles and the blocks of Q, K,
+    V, dO they multiply) stays near the L2 cache."""
     dtype = s.Q.dtype
     return (
         np.empty((tiles, s.br * s.bc), dtype),
-        np.empty(EXP_CHUNK, dtype),
         np.empty(8, np.int32),
         np.empty(2, dtype),
     )
@@ -357,20 +352,17 @@ def _row_max(x, lanes):
 
 
 @nb.njit(cache=True)
-def _probabilities(S, i0, lse, scratch):
-    """S ← P = exp(S - lse) for one tile of logits S, in place (FA2 Alg. 2, line 11).
-    Masked logits (-inf) and fully masked rows (lse = -inf) give 0. ``scratch`` is the chunk
-    buffer of :func:`_exp`."""
+def _probabilities(S, i0, lse):
+    """S ← P = exp(S - lse) for one tile of logits S, in place (FA2 Alg. 2, line 11), row by
+    row with the row's lse as the shift of :func:`_exp_shifted`. Masked logits (-inf) and
+    fully masked rows (lse = -inf) give 0."""
     rows, cols = S.shape
     for r in range(rows):
         lr = lse[i0 + r]
         if lr == -np.inf:
-            for c in range(cols):
-                S[r, c] = -np.inf
+            S[r, :] = 0.0
         else:
-            for c in range(cols):
-                S[r, c] -= lr
-    _exp(S.reshape(rows * cols), scratch)
+            _exp_shifted(S[r], lr)
 
 
 @nb.njit(cache=True)
@@ -398,9 +390,8 @@ def _forward_block(s, V, qb, O, lse):
     i0 = qb * s.br
     i1 = min(i0 + s.br, n)
     rows = i1 - i0
-    tiles, scratch, ints, flts = _workspace(s, 1)
+    tiles, ints, flts = _workspace(s, 1)
     sbuf = tiles[0]  # S, then P in place
-    shift = np.empty(1, dtype)
     lanes = np.empty(_LANES, dtype)
     ones = np.ones(s.bc, dtype)
     tile_sum = np.empty(s.br, dtype)
@@ -418,16 +409,13 @@ def _forward_block(s, V, qb, O, lse):
         for r in range(rows):
             old = run_max[r]
             new = max(old, _row_max(S[r], lanes))
-            # the row maximum, in the tile's dtype (it is one of the logits); a row with every
-            # key so far masked keeps its -inf logits, whose exp is 0
-            shift[0] = new if new > -np.inf else 0.0
-            sh = shift[0]  # read back: the shift rounded to the tile's dtype
-            for c in range(cols):
-                S[r, c] -= sh
+            # S_r ← P_r = exp(S_r - max), the maximum being one of the logits (exact in the
+            # tile's dtype); a row with every key so far masked keeps its -inf logits, whose
+            # exp is 0
+            _exp_shifted(S[r], new if new > -np.inf else 0.0)
             # online softmax (FA2 Alg. 1, lines 9–10): rescale what came before
             alpha[r] = math.exp(old - new) if new > -np.inf else 1.0
             run_max[r] = new
-        _exp(sbuf[: rows * cols], scratch)
         P = S
         np.dot(P, ones[:cols], tile_sum[:rows])  # row sums of P by one gemv
         for r in range(rows):
@@ -460,7 +448,7 @@ def _backward_key_block(s, u, kb, dKj, dVj, dq):
     j0 = kb * s.bc
     j1 = min(j0 + s.bc, m)
     cols = j1 - j0
-    tiles, scratch, ints, flts = _workspace(s, 2)
+    tiles, ints, flts = _workspace(s, 2)
     sbuf = tiles[0]  # S, then P in place
     gbuf = tiles[1]  # dP, then dS in place
     # under causality, rows i < j0 see none of these keys
@@ -471,7 +459,7 @@ def _backward_key_block(s, u, kb, dKj, dVj, dq):
         tile = rows * cols
         S = sbuf[:tile].reshape((rows, cols))
         _logits(s, i0, i1, j0, j1, S, ints, flts)
-        _probabilities(S, i0, u.lse, scratch)
+        _probabilities(S, i0, u.lse)
         P = S
         dOi = u.dO[i0:i1]
         _gemm(P, True, dOi, False, dVj, 1.0, 1.0, ints, flts)  # dV_j += P_ijᵀ dO_i

@@ -26,9 +26,10 @@ price is (DQ_GROUPS - 1)·n·d extra numbers, and at most DQ_GROUPS threads in t
 alpha applies the scale τ to the logits, and its beta = 1 adds P_ijᵀdO_i, dS_ijᵀQ_i, dS_ijK_j and
 P_ijV_j straight into their accumulators, in the inputs' dtype, as a naive computation's long
 gemm would; the row sums, D = rowsum(dO∘O), dP - D and the final sum of the dQ copies are
-float64. ``exp`` is a short vectorisable routine (:mod:`attnlib._exp`) run in place over a whole
-tile; its fused multiply-adds (``contract``) are the only fast-math flag used anywhere. Logits
-that overflow the dtype are refused before any kernel runs (:func:`check_logits_finite`).
+float64. ``exp`` is a short vectorisable routine (:mod:`attnlib._exp`) run in place on each row
+of a tile, the row's shift (maximum or lse) subtracted in the same pass; its fused multiply-adds
+(``contract``) are the only fast-math flag used anywhere. Logits that overflow the dtype are
+refused before any kernel runs (:func:`check_logits_finite`).
 
 **Arithmetic and timing.** :func:`flop_count` gives the flops of the matrix products of each
 path, the exact core's and these kernels'; :func:`gemm_rates` and :func:`exp_seconds` time the

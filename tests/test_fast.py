@@ -17,7 +17,7 @@ from helpers import random_qkv, rel_err
 import attnlib as al
 from attnlib import AttnInputError, fast
 from attnlib import nbtools as nbt
-from attnlib._exp import _exp
+from attnlib._exp import _exp_shifted
 
 
 def keep_mask(n, m, mask=None, causal=False):
@@ -221,21 +221,26 @@ def test_mixed_precision_promotes_to_float64(rng):
     np.testing.assert_allclose(O, al.attention(Q.astype(np.float32), K, V), rtol=1e-12)
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 1024, 8192])
+@numba.njit
+def _run_exp_shifted(x, shift):
+    _exp_shifted(x, shift)
+
+
+@pytest.mark.parametrize("shift", [0.0, 2.5, -1.0 / 3.0])
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-15), (np.float32, 3e-7)])
-def test_exp_without_libm_is_accurate(dtype, tol, chunk):
+def test_exp_without_libm_is_accurate(dtype, tol, shift):
     x = np.linspace(-80, 0.5, 4001).astype(dtype)
     x[:3] = [-np.inf, -1e4, -745.0]
     out = x.copy()
-
-    @numba.njit
-    def run(x, scratch):
-        _exp(x, scratch)
-
-    run(out, np.empty(chunk, dtype))  # in place, ``chunk`` elements at a time
-    ref = np.exp(x.astype(np.float64))
+    _run_exp_shifted(out, shift)  # in place; a float64 shift is rounded to x's dtype
+    t = x - np.asarray(shift, dtype)  # the argument, rounded to the dtype
+    ref = np.exp(t.astype(np.float64))
     assert np.all(out[:3] == 0)
     assert np.max(np.abs(out[3:] - ref[3:]) / ref[3:]) <= tol
+    # the shift is the subtraction done first: exactly exp(x - shift) with shift 0
+    unshifted = t.copy()
+    _run_exp_shifted(unshifted, 0.0)
+    assert np.array_equal(out, unshifted)
 
 
 # --------------------------------------------------------------------------------- threads
