@@ -18,6 +18,7 @@ import attnlib as al
 from attnlib import AttnInputError, fast
 from attnlib import nbtools as nbt
 from attnlib._exp import _exp_shifted
+from attnlib._tiles import _row_max
 
 
 def keep_mask(n, m, mask=None, causal=False):
@@ -241,6 +242,29 @@ def test_exp_without_libm_is_accurate(dtype, tol, shift):
     unshifted = t.copy()
     _run_exp_shifted(unshifted, 0.0)
     assert np.array_equal(out, unshifted)
+
+
+@numba.njit
+def _run_row_max(x):
+    return _row_max(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_max_is_the_maximum_at_every_length_and_position(rng, dtype):
+    # lengths around the vector loop's step (32 float32, 16 float64 elements) and its tail
+    for n in [*range(70), 255, 256, 257]:
+        x = rng.standard_normal(n).astype(dtype)
+        if n > 3:
+            x[rng.integers(0, n, 2)] = -np.inf  # dropped keys
+        assert _run_row_max(x) == (x.max() if n else -np.inf)
+        for pos in range(n):  # the maximum in every lane, vector and tail position
+            one_hot = np.full(n, -np.inf, dtype)
+            one_hot[pos] = 2.5
+            assert _run_row_max(one_hot) == 2.5
+        if n:
+            assert _run_row_max(np.full(n, -np.inf, dtype)) == -np.inf
+    rows = rng.standard_normal((4, 300)).astype(dtype)
+    assert [_run_row_max(r) for r in rows] == list(rows.max(axis=1))  # rows of a 2-d tile
 
 
 # --------------------------------------------------------------------------------- threads
