@@ -374,6 +374,8 @@ def benchmark_ratio_figure(time_rows, *, takeaway=None):
                     label = f"{dtype}, {t} thr."
                     ax.plot(ns, ratio, style, marker="o", color=colors[dtype], label=label)
         _ratio_axes(ax)
+        # ratios span well under one decade: label a few round values, not only the 1
+        ax.yaxis.set_major_locator(mpl.ticker.FixedLocator([0.25, 0.35, 0.5, 0.7, 1, 1.4, 2, 3]))
         ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
         ax.set_title(f"d = {d}" if d else "no flash_* rows")
         if ax.get_legend_handles_labels()[0]:
