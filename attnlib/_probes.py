@@ -121,8 +121,8 @@ def gemm_rates(tile: int = 64, large: int = 2048, *, repeats: int = 2000, dtype=
 def exp_seconds(length: int = 4096, *, repeats: int = 2000) -> dict:
     """Seconds per float32 element of an exponential over ``length`` arguments in [-20, 0],
     ``repeats`` times: ``"attnlib"`` (the kernels' vectorisable routine, in place on a copy
-    of the arguments made each time), ``"numpy"``
-    (``np.exp``) and ``"libm"`` (``math.exp`` in a numba loop, as without fastmath).
+    of the arguments made each time), ``"numpy"`` (``np.exp``) and ``"libm"`` (``math.exp``
+    in a numba loop, as without fastmath).
 
     Raises
     ------
