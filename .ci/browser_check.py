@@ -331,6 +331,41 @@ def is_chapter(rel: str, root: Path) -> bool:
     return (root / "_sources" / Path(rel).with_suffix(".ipynb")).is_file()
 
 
+def _click_error(e: Exception) -> str:
+    """Playwright's first line, and the line of its call log that says what got in the way
+    (another element over the button, an element that never stops moving, ...)."""
+    lines = [ln.strip(" -") for ln in str(e).splitlines() if ln.strip()]
+    why = [ln for ln in lines if "intercepts" in ln or "not " in ln or "waiting for" in ln]
+    return "; ".join(lines[:1] + why[-1:])
+
+
+def _nav_state(pw_page, want: str, timeout_ms: int = 5_000) -> dict:
+    """The sidebar's state once ``want`` (a JavaScript condition on NAV_LINKS_JS's result
+    ``s``) holds, or when ``timeout_ms`` have passed: a fixed pause would be too short on a
+    loaded machine and the sidebar's 0.25 s transition too slow for one."""
+    try:
+        pw_page.wait_for_function(
+            f"() => {{ const s = ({NAV_LINKS_JS.strip()})(); return {want}; }}",
+            timeout=timeout_ms,
+            polling=50,
+        )
+    except Exception:  # noqa: BLE001 - the caller reports the state it finds
+        pass
+    pw_page.wait_for_timeout(300)  # the transition's end: links are read from the final layout
+    return pw_page.evaluate(NAV_LINKS_JS)
+
+
+def close_drawer(pw_page) -> str | None:
+    """Close the navigation drawer if it is open (Escape, as a reader would); a failure if it
+    stays open, since it would cover the page for every later check."""
+    if not pw_page.evaluate(NAV_LINKS_JS)["dialog"]:
+        return None
+    pw_page.keyboard.press("Escape")
+    if _nav_state(pw_page, "!s.dialog")["dialog"]:
+        return "Escape does not close the navigation drawer"
+    return None
+
+
 def check_nav(pw_page, width: int, expected: set[str]) -> tuple[list[str], dict]:
     """Open the navigation drawer (or, on a desktop, hide and show the sidebar)."""
     fails = []
@@ -338,20 +373,29 @@ def check_nav(pw_page, width: int, expected: set[str]) -> tuple[list[str], dict]
     if not toggles:
         return [f"{width}px: no visible navigation button"], {}
     before = pw_page.evaluate(NAV_LINKS_JS)
-    toggles[0].click()
-    pw_page.wait_for_timeout(400)  # the sidebar's 0.25 s transition
-    after = pw_page.evaluate(NAV_LINKS_JS)
+
+    def click() -> bool:
+        try:
+            toggles[0].click(timeout=10_000)
+            return True
+        except Exception as e:  # noqa: BLE001 - reported with what blocked the click
+            fails.append(f"{width}px: the navigation button cannot be clicked: {_click_error(e)}")
+            return False
+
+    if not click():
+        return fails, {}
     if width >= 992:
         # Desktop: the sidebar is there from the start; the button hides it, and shows it again.
         nav = before
+        after = _nav_state(pw_page, "s.hidden && !s.shown")
         if not after["hidden"] or after["shown"]:
             fails.append(f"{width}px: the navigation button does not hide the sidebar")
-        toggles[0].click()
-        pw_page.wait_for_timeout(400)
-        if not pw_page.evaluate(NAV_LINKS_JS)["shown"]:
+        if not click():
+            return fails, {}
+        if not _nav_state(pw_page, "s.shown")["shown"]:
             fails.append(f"{width}px: the navigation button does not show the sidebar again")
     else:
-        nav = after
+        nav = after = _nav_state(pw_page, "s.dialog && s.links.length > 0")
         if not after["dialog"]:
             fails.append(f"{width}px: the navigation button does not open the drawer")
     listed = {unquote(urlsplit(u).path) for u in nav.get("links", [])}
@@ -507,8 +551,9 @@ def check_page(
             nav_fails, _ = check_nav(pw_page, width, chapters)
             fails.extend(nav_fails)
             pw_page.screenshot(path=str(shots / f"{stem}@{width}-nav.png"))
-            pw_page.keyboard.press("Escape")
-            pw_page.wait_for_timeout(150)
+            closed = close_drawer(pw_page)
+            if closed:
+                fails.append(f"{width}px: {closed}")
     except Exception as e:  # noqa: BLE001 - a page that cannot be loaded fails, others go on
         fails.append(f"browser error: {str(e).splitlines()[0]}")
         context.close()
