@@ -184,21 +184,46 @@ def _blas_libraries():
     return ThreadpoolController().select(user_api="blas")
 
 
+class _BlasLimit:
+    """The context :func:`blas_on_calling_thread` returns: on entry, each BLAS library whose
+    thread count is not 1 is set to 1; on exit, those get their count back. It reads and sets
+    the counts through the libraries' own functions (``openblas_get_num_threads`` and the
+    like), which threadpoolctl's controllers expose, a microsecond each: a kernel call on a
+    small tile grid is short enough for threadpoolctl's own ``limit`` (which gathers every
+    library's description first, about 10 µs) to show in its time."""
+
+    __slots__ = ("_restore",)
+
+    def __enter__(self):
+        self._restore = []
+        for lib in _blas_libraries().lib_controllers:
+            threads = lib.get_num_threads()
+            if threads is not None and threads != 1:
+                lib.set_num_threads(1)
+                self._restore.append((lib, threads))
+        return self
+
+    def __exit__(self, *exc):
+        for lib, threads in reversed(self._restore):
+            lib.set_num_threads(threads)
+        return False
+
+
 def blas_on_calling_thread():
     """A context in which BLAS runs every call on the thread that makes it.
 
     The kernels parallelise over blocks with numba's threads, and each thread calls BLAS on
     its own tiles; a tile product of :data:`TILE_MULADDS` multiply-adds is large enough for
     OpenBLAS to start threads of its own, which would oversubscribe the cores. Inside this
-    context BLAS is limited to one thread, and the previous limits come back on exit. The
-    limit is process-wide for the duration of a kernel call.
+    context BLAS is limited to one thread, and the previous limits come back on exit, also
+    when the body raises. The limit is process-wide for the duration of a kernel call.
 
     Examples
     --------
     >>> with blas_on_calling_thread():
     ...     pass
     """
-    return _blas_libraries().limit(limits=1)
+    return _BlasLimit()
 
 
 # SciPy's BLAS, the library numba's own np.dot calls: Fortran ?gemm, every argument by pointer.

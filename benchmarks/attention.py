@@ -26,8 +26,10 @@ multi-head shapes, Q and dO of shape (batch, heads, n, d) and K, V of (batch, kv
   14·n²·d flops as the matrix products of forward + backward (:func:`attnlib.fast.flop_count`)
   at the machine's full matmul rate: the "matmul limit", timed in the same round-robin.
 
-Times are medians over repeats after a warm-up call (the first call of the numba kernels
-compiles them; that is measured separately, in a fresh cache, and kept out of every timing).
+Times are medians over repeats after two untimed calls (the first call of the numba kernels
+compiles them; that is measured separately, in a fresh cache, and kept out of every timing);
+the second call's time sets the number of repeats, between ``--min-reps`` and ``--max-reps``,
+to fit ``--budget`` seconds.
 The implementations are timed round-robin in one process, so a ratio compares runs made under
 the same machine load. Each thread setting (1, and all cores) runs in its own process with
 OMP/OpenBLAS/MKL/numba thread counts set before any import.

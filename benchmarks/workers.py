@@ -205,8 +205,12 @@ def worker_time(opts) -> None:
                     continue
                 fwd, fwd_bwd = make_impl(impl, Q, K, V, dO, is_causal=heads.get("causal", False))
                 fn = fwd if pass_name == "fwd" else fwd_bwd
+                # The first call pays one-time costs (PyTorch's lazy set-up, the first touch
+                # of new buffers): untimed. The second sizes the repeats; had it been the first,
+                # the first shape of a run got the minimum of repeats, all of them cold.
+                fn()
                 t0 = time.perf_counter()
-                fn()  # warm-up
+                fn()
                 live[impl] = (fn, time.perf_counter() - t0, base)
             if not live:
                 continue

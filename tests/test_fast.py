@@ -93,16 +93,28 @@ def test_block_sizes_bound_the_tile_products():
 
 
 def test_blas_runs_on_the_calling_thread_inside_the_kernels_only():
-    from threadpoolctl import threadpool_info
+    """Inside the context every BLAS library runs one thread; on exit (normal, by an
+    exception, or from a nested context) each gets back the count it had, here 2, which
+    differs from the pin whatever thread count the test process starts with."""
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     def blas_threads():
         return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
 
-    before = blas_threads()
-    assert before, "no BLAS library found by threadpoolctl"
-    with fast.blas_on_calling_thread():
-        assert set(blas_threads()) == {1}
-    assert blas_threads() == before
+    assert blas_threads(), "no BLAS library found by threadpoolctl"
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert set(before) == {2}
+        with fast.blas_on_calling_thread():
+            assert set(blas_threads()) == {1}
+            with fast.blas_on_calling_thread():
+                assert set(blas_threads()) == {1}
+            assert set(blas_threads()) == {1}
+        assert blas_threads() == before
+        with pytest.raises(RuntimeError, match="inside"):
+            with fast.blas_on_calling_thread():
+                raise RuntimeError("inside")
+        assert blas_threads() == before
 
 
 def test_dq_groups_and_the_extra_memory_formula(rng):
