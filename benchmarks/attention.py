@@ -32,7 +32,9 @@ the second call's time sets the number of repeats, between ``--min-reps`` and ``
 to fit ``--budget`` seconds.
 The implementations are timed round-robin in one process, so a ratio compares runs made under
 the same machine load. Each thread setting (1, and all cores) runs in its own process with
-OMP/OpenBLAS/MKL/numba thread counts set before any import.
+OMP/OpenBLAS/MKL/numba thread counts set before any import, and with OpenBLAS's threads set to
+sleep as soon as a call ends (``OPENBLAS_THREAD_TIMEOUT``): otherwise they spin on, taking a
+core from whatever runs next in the round-robin.
 
 Peak memory is measured in a fresh subprocess per configuration: the peak resident size during
 one forward+backward (Linux's VmHWM, reset just before the run; ``ru_maxrss`` where /proc is
@@ -65,6 +67,13 @@ from .schema import RESULTS, write_csv, write_schema
 from .workers import IMPLS, MAX_N_MATERIALISED, TORCH_IMPLS
 
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# After each call, OpenBLAS's worker threads spin for about 2^28 cycles (~0.1 s) before they
+# sleep. In the round-robin, numpy's exact path and the gemm (numpy's OpenBLAS, all threads)
+# come right before flash_*, whose two threads then shared the cores with a spinning one: at
+# n = 2048, d = 64 with two threads, 24 ms alone, 53 ms right after numpy's exact path. 2^4
+# cycles puts them to sleep at once; numpy's gemm rate is the same (70.8 and 70.3 ms at
+# n = 4096, d = 64 with and without, on two threads).
+OPENBLAS_THREAD_TIMEOUT = "4"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -176,6 +185,7 @@ def child_env(threads: int, args, cache_dir: str | None = None) -> dict:
     env = dict(os.environ)
     for key in THREAD_ENV:
         env[key] = str(threads)
+    env["OPENBLAS_THREAD_TIMEOUT"] = OPENBLAS_THREAD_TIMEOUT
     if args.unset_openblas_coretype:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
@@ -365,6 +375,7 @@ def main(argv=None) -> int:
         with (args.out / "machine.csv").open(newline="") as f:
             info = {r["key"]: r["value"] for r in csv.DictReader(f)}
     info.update(machine_info())
+    info["workers_OPENBLAS_THREAD_TIMEOUT"] = OPENBLAS_THREAD_TIMEOUT
     if info["torch"] == "not installed":
         print("PyTorch is not installed: the torch-math and torch-flash rows are skipped.")
         print("To compare against it: pip install torch (a CPU build; never in requirements).")
