@@ -81,8 +81,12 @@ serve:
 	@test -d _build/html || { echo "run 'make book' first"; exit 1; }
 	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 8000
 
+# The machine at its best, as a reader's would run: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which
+# some environments set to pin OpenBLAS's kernels (for bitwise-reproducible outputs), are unset
+# in the benchmark's workers; pinned to Haswell on an AVX-512 machine, numpy's gemm ran at half
+# its speed and the matmul limit looked twice as easy to reach.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.attention
+	$(BIN)/python -m benchmarks.attention --unset-openblas-coretype
 
 # Headless Chromium (the browser check and the PDF print with it) and pdftotext (the check reads
 # the PDF with it), from Debian's packages when missing. Fails when they cannot be installed.

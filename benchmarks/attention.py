@@ -376,6 +376,8 @@ def main(argv=None) -> int:
             info = {r["key"]: r["value"] for r in csv.DictReader(f)}
     info.update(machine_info())
     info["workers_OPENBLAS_THREAD_TIMEOUT"] = OPENBLAS_THREAD_TIMEOUT
+    if args.unset_openblas_coretype:  # what the workers saw, not this process
+        info["OPENBLAS_CORETYPE"] = info["OPENBLAS_L2_SIZE"] = "unset in the workers"
     if info["torch"] == "not installed":
         print("PyTorch is not installed: the torch-math and torch-flash rows are skipped.")
         print("To compare against it: pip install torch (a CPU build; never in requirements).")

@@ -39,6 +39,16 @@ def machine_info() -> dict:
                 break
     except OSError:
         pass
+    isa = "unknown"  # the widest vector instructions the CPU offers (x86 Linux)
+    try:
+        flags = next(
+            set(line.split(":", 1)[1].split())
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        )
+        isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "other"
+    except (OSError, StopIteration):
+        pass
     mem = "unknown"
     try:
         kb = int(Path("/proc/meminfo").read_text().split()[1])
@@ -47,6 +57,7 @@ def machine_info() -> dict:
         pass
     info = {
         "cpu": cpu,
+        "cpu_vector_isa": isa,
         "logical_cores": str(os.cpu_count()),
         "memory": mem,
         "python": platform.python_version(),
