@@ -8,7 +8,8 @@ Each row calls one public function or method and expects either
 
 Every case runs under a per-case time limit (SIGALRM), so that a hang fails its row instead
 of stalling the suite. Row ids start with the point of the bad-input audit they cover
-(``p01``..``p17``; ``gen`` for the general rows that already passed before it).
+(``p01``..``p17``; ``gen`` for the general rows that already passed before it); rows of the
+second audit start with ``r2-`` and the root cause they pin.
 
 The bad Q, K and V of every attention implementation are one table of their own, in
 test_qkv_inputs.py. The compiled kernels' overflow contract and read-only dispatch are in
@@ -87,13 +88,21 @@ class Case:
 CASES: list[Case] = []
 
 
+def _tag(point) -> str:
+    """A row's id prefix: ``pNN`` for a point of the first audit, ``gen`` for the general rows,
+    or a string as given (``r2-…`` for the second round's root causes)."""
+    if isinstance(point, str):
+        return point
+    return f"p{point:02d}" if point else "gen"
+
+
 def raises(point, callable_name, what, fn, pattern, error=al.AttnInputError):
-    tag = f"p{point:02d}" if point else "gen"
+    tag = _tag(point)
     CASES.append(Case(f"{tag}-{callable_name}-{what}", callable_name, fn, pattern, error))
 
 
 def valid(point, callable_name, what, fn, check):
-    tag = f"p{point:02d}" if point else "gen"
+    tag = _tag(point)
     CASES.append(Case(f"{tag}-{callable_name}-{what}", callable_name, fn, None, check=check))
 
 
@@ -2974,6 +2983,14 @@ raises(
 bad_ints(0, "heads_sharing_l2", "n", lambda v: hy.heads_sharing_l2(H100, v, 64))
 valid(0, "heads_sharing_l2", "h100", lambda: hy.heads_sharing_l2(H100, 16, 64), lambda h: h == 132)
 
+
+# ---- second round: the compiled kernels (BLAS arguments, lse consistency) ----
+
+# ---- second round: the core, its guards and the chapters' helpers ----
+
+# ---- second round: Parts II-IV (polymethod, hardness, models) ----
+
+# ---- second round: the two-level machine, graphs, counts and the hardware model ----
 
 # ---- the tests ----
 
