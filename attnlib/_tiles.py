@@ -35,7 +35,9 @@ class Scores(NamedTuple):
     ``KT`` is K's blocked transpose (``KT[b]`` is the b-th full block of B_c rows of K,
     transposed), ``mask`` a boolean (n, m) keep-mask when ``has_mask`` (else any boolean
     array, never read), and ``br``, ``bc`` the query and key rows of a tile. The arrays are
-    read only.
+    read only, but for ``err``: the kernel's error report (:data:`ERR_SLOTS` int64, zeros),
+    which a block writes to instead of raising, since an exception raised inside numba's
+    parallel loops does not reach the caller.
     """
 
     Q: np.ndarray
@@ -47,12 +49,25 @@ class Scores(NamedTuple):
     is_causal: bool
     br: int
     bc: int
+    err: np.ndarray
+
+
+#: The slots of the kernels' error report (:class:`Scores`'s ``err``), filled by the blocks
+#: and read by the wrappers after the parallel loop: the BLAS parameter number that a tile
+#: product would have got illegal (then BLAS was not called), and for the backward pass one
+#: head and row + 1 whose lse some logit exceeds by more than rounding allows.
+ERR_BLAS, ERR_LSE_HEAD, ERR_LSE_ROW = 0, 1, 2
+ERR_SLOTS = 3
 
 
 class Upstream(NamedTuple):
     """What the backward pass reads besides :class:`Scores`: V and its blocked transpose VT,
-    the forward's O and lse, the upstream gradient dO, and D = rowsum(dO∘O) (float64, filled
-    in by the backward pass itself)."""
+    the forward's O and lse, the upstream gradient dO, D = rowsum(dO∘O) (float64, filled
+    in by the backward pass itself), the head's index ``head`` (for error reports), and the
+    terms of how far a logit of row i may exceed lse_i through rounding alone,
+    ``slack_q``·‖q_i‖ + ``slack_lse``·|lse_i| + ``slack_abs``
+    (:func:`attnlib.logits._lse_slack`, computed row by row where needed, so that the pass
+    keeps no array for it)."""
 
     V: np.ndarray
     VT: np.ndarray
@@ -60,6 +75,10 @@ class Upstream(NamedTuple):
     dO: np.ndarray
     lse: np.ndarray
     D: np.ndarray
+    head: int
+    slack_q: float
+    slack_lse: float
+    slack_abs: float
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,7 +177,7 @@ def extra_memory_bytes(
     >>> extra_memory_bytes(4096, 4096, 64) / 2**20
     9.046875
     >>> (extra_memory_bytes(4096, 4096, 64, threads=2) - extra_memory_bytes(4096, 4096, 64)) / 2**20
-    1.0000762939453125
+    1.0000839233398438
     """
     n, m, d = (check_int(name, v) for name, v in (("n", n), ("m", m), ("d", d)))
     dv = d if dv is None else check_int("dv", dv)
@@ -168,7 +187,7 @@ def extra_memory_bytes(
     br, bc = block_sizes(d, dv)
     forward = size * (br * bc + br * (dv + 1) + bc + 2) + 8 * 3 * br
     backward = size * (2 * br * bc + 2)
-    scratch = max(forward, backward) + 32  # and the 8 int32 arguments of the products
+    scratch = max(forward, backward) + 36  # and 9 int32: a product's arguments, its status
     return size * words + 8 * n + threads * scratch
 
 
@@ -255,28 +274,73 @@ def _fortran_gemm(typingctx, c, pointers):
 
 _N, _T = 78, 84  # 'N' and 'T' in an int32, whose first byte Fortran reads (little-endian)
 
+#: The slot of :func:`_gemm`'s ``ints`` where it reports an argument BLAS would reject.
+_STATUS = 8
+
+
+@nb.njit(cache=True)
+def _leading_dim(x):
+    """BLAS's leading dimension of a row-major 2-d array x (rows, cols): its row stride in
+    elements, or -1 if x cannot be handed to BLAS as it is (a column stride other than one
+    element, or a row stride that is not a whole number of elements or is below cols).
+
+    A single row's stride is never used, and numpy leaves it arbitrary (0 after ``x[None]``
+    or ``np.broadcast_to``, while still flagging x C-contiguous): any leading dimension
+    ≥ cols is valid there, and cols is the one returned. The same holds for a column's
+    stride when cols = 1."""
+    rows, cols = x.shape
+    size = x.itemsize
+    if cols > 1 and x.strides[1] != size:
+        return -1
+    if rows <= 1:
+        return max(cols, 1)
+    stride = x.strides[0]
+    if stride % size != 0 or stride // size < max(cols, 1):
+        return -1
+    return stride // size
+
 
 @nb.njit(cache=True)
 def _gemm(a, ta, b, tb, c, alpha, beta, ints, flts):
     """c = alpha·op(a)·op(b) + beta·c by one BLAS gemm, where op(x) = xᵀ if its flag is set.
 
     a, b and c are row-major 2-d arrays with unit column stride (each may be a block of rows
-    of a larger array). ``ints`` (int32, 8) and ``flts`` (c's dtype, 2) carry the arguments
+    of a larger array). ``ints`` (int32, 9) and ``flts`` (c's dtype, 2) carry the arguments
     that Fortran takes by pointer. numba's ``np.dot`` only computes c = a·b; with beta = 1 a
     tile product adds straight into its accumulator, and alpha applies the scale τ for free.
+
+    BLAS reports an illegal argument on stderr only and returns without computing, which
+    would leave c stale. So the arguments are checked here first, as BLAS checks them (and
+    the shapes, which it cannot see): on the first bad one, BLAS is not called and its
+    parameter number (5 for shapes that do not match) goes to ``ints[8]``, which the
+    kernels turn into an exception.
     """
     m, n = c.shape
     k = a.shape[0] if ta else a.shape[1]
+    kb, nb_ = (b.shape[1], b.shape[0]) if tb else b.shape
     size = c.itemsize
+    ldb, lda, ldc = _leading_dim(b), _leading_dim(a), _leading_dim(c)
+    # the parameter numbers of the column-major call below, whose A is b and whose B is a
+    bad = 5 if (kb != k or nb_ != n or (a.shape[1] if ta else a.shape[0]) != m) else 0
+    if bad == 0 and ldb < 0:
+        bad = 8
+    elif bad == 0 and lda < 0:
+        bad = 10
+    elif bad == 0 and ldc < 0:
+        bad = 13
+    if bad:
+        if ints[_STATUS] == 0:
+            ints[_STATUS] = bad
+        return
     # row-major c = op(a)·op(b) is column-major cᵀ = op(b)ᵀ·op(a)ᵀ: swap the operands
     ints[0] = _T if tb else _N
     ints[1] = _T if ta else _N
     ints[2] = n
     ints[3] = m
     ints[4] = k
-    ints[5] = b.strides[0] // size
-    ints[6] = a.strides[0] // size
-    ints[7] = c.strides[0] // size
+    ints[5] = ldb
+    ints[6] = lda
+    ints[7] = ldc
     flts[0] = alpha
     flts[1] = beta
     i = ints.ctypes.data
@@ -320,7 +384,7 @@ def _workspace(s, tiles):
     dtype = s.Q.dtype
     return (
         np.empty((tiles, s.br * s.bc), dtype),
-        np.empty(8, np.int32),
+        np.zeros(_STATUS + 1, np.int32),
         np.empty(2, dtype),
     )
 
@@ -442,17 +506,37 @@ def _row_max(typingctx, x):
 
 
 @nb.njit(cache=True)
-def _probabilities(S, i0, lse):
-    """S ← P = exp(S - lse) for one tile of logits S, in place (FA2 Alg. 2, line 11), row by
-    row with the row's lse as the shift of :func:`_exp_shifted`. Masked logits (-inf) and
-    fully masked rows (lse = -inf) give 0."""
+def _probabilities(s, u, S, i0):
+    """S ← P = min(exp(S - lse), 1) for one tile of logits S, in place (FA2 Alg. 2, line 11),
+    row by row with the row's lse as the shift of :func:`_exp_shifted`. Masked logits (-inf)
+    and fully masked rows (lse = -inf) give 0.
+
+    A correct lse is at least every logit of its row, so P ≤ 1. A logit above lse by more
+    than the row's slack (rounding, see :class:`Upstream`) means lse is not the forward
+    pass's for these inputs: the row is reported in ``s.err``. Within the slack, the entries
+    above 1 are set to 1: where rounding alone exceeds 1, the true P is 1 to that rounding.
+    """
     rows, cols = S.shape
     for r in range(rows):
-        lr = lse[i0 + r]
+        lr = u.lse[i0 + r]
+        top = _row_max(S[r])
+        if top > lr:  # rare: rounding, or an lse that is not the forward's (-inf included)
+            q = s.Q[i0 + r]
+            norm2 = 0.0
+            for k in range(q.shape[0]):
+                norm2 += np.float64(q[k]) * np.float64(q[k])
+            size = abs(np.float64(lr)) if lr > -np.inf else 0.0
+            slack = u.slack_q * math.sqrt(norm2) + u.slack_lse * size + u.slack_abs
+            if top - lr > slack:
+                s.err[ERR_LSE_HEAD] = u.head
+                s.err[ERR_LSE_ROW] = i0 + r + 1
         if lr == -np.inf:
             S[r, :] = 0.0
-        else:
-            _exp_shifted(S[r], lr)
+            continue
+        _exp_shifted(S[r], lr)
+        if top > lr:
+            for c in range(cols):
+                S[r, c] = min(S[r, c], 1.0)
 
 
 @nb.njit(cache=True)
@@ -513,6 +597,8 @@ def _forward_block(s, V, qb, O, lse):
                 for k in range(dv):
                     acc[r, k] *= alpha[r]
         _gemm(P, False, V[j0:j1], False, acc, 1.0, 1.0, ints, flts)  # acc += P_ij V_j
+    if ints[_STATUS]:
+        s.err[ERR_BLAS] = ints[_STATUS]
     for r in range(rows):
         if run_max[r] == -np.inf:  # fully masked row: O = 0, lse = -inf
             for k in range(dv):
@@ -548,7 +634,7 @@ def _backward_key_block(s, u, kb, dKj, dVj, dq):
         tile = rows * cols
         S = sbuf[:tile].reshape((rows, cols))
         _logits(s, i0, i1, j0, j1, S, ints, flts)
-        _probabilities(S, i0, u.lse)
+        _probabilities(s, u, S, i0)
         P = S
         dOi = u.dO[i0:i1]
         _gemm(P, True, dOi, False, dVj, 1.0, 1.0, ints, flts)  # dV_j += P_ijᵀ dO_i
@@ -560,3 +646,5 @@ def _backward_key_block(s, u, kb, dKj, dVj, dq):
         _grad_scores(P, G, u.D, i0)  # G becomes dS_ij
         _gemm(G, True, s.Q[i0:i1], False, dKj, s.scale, 1.0, ints, flts)  # dK_j += τ dS_ijᵀ Q_i
         _gemm(G, False, s.K[j0:j1], False, dq[i0:i1], 1.0, 1.0, ints, flts)  # dQ_i += dS_ij K_j
+    if ints[_STATUS]:
+        s.err[ERR_BLAS] = ints[_STATUS]

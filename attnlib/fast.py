@@ -61,6 +61,10 @@ from ._heads import backward_heads, forward_heads
 from ._probes import exp_seconds, flop_count, gemm_rates
 from ._tiles import (
     DQ_GROUPS,
+    ERR_BLAS,
+    ERR_LSE_HEAD,
+    ERR_LSE_ROW,
+    ERR_SLOTS,
     TILE_MULADDS,
     Scores,
     Upstream,
@@ -73,7 +77,7 @@ from ._tiles import (
     dq_groups,
     extra_memory_bytes,
 )
-from .logits import max_row_norm
+from .logits import _lse_slack_terms, _row_norms, max_row_norm
 
 __all__ = [
     "flash_forward",
@@ -112,26 +116,50 @@ def _blocked_transpose(X: np.ndarray, bc: int) -> np.ndarray:
 
 
 @nb.njit(parallel=True, cache=True)
-def _run_forward(Q, K, KT, V, keep, has_mask, tau, causal, br, bc, g, O, lse):
+def _run_forward(Q, K, KT, V, keep, has_mask, tau, causal, br, bc, g, O, lse, err):
     """The forward pass of every head at once: Q (heads, n, d), K, its blocked transpose KT
     and V of the key/value heads, head h reading key/value head h // g; ``keep`` an (n, m)
     keep-mask for every head when ``has_mask``. The (head, query block) pairs run in
-    parallel, each writing its own rows of O (heads, n, d_v) and lse (heads, n). A single
-    head is the case heads = g = 1."""
+    parallel, each writing its own rows of O (heads, n, d_v) and lse (heads, n); errors go
+    to ``err`` (see :class:`attnlib._tiles.Scores`). A single head is the case
+    heads = g = 1."""
     nblocks = _cdiv(Q.shape[1], br)
     for t in prange(Q.shape[0] * nblocks):
         h = t // nblocks
         j = h // g
-        s = Scores(Q[h], K[j], KT[j], tau, keep, has_mask, causal, br, bc)
+        s = Scores(Q[h], K[j], KT[j], tau, keep, has_mask, causal, br, bc, err)
         _forward_block(s, V[j], _interleave(t % nblocks, nblocks), O[h], lse[h])
 
 
 @nb.njit(parallel=True, cache=True)
 def _run_backward(
-    Q, K, KT, V, VT, O, dO, lse, D, keep, has_mask, tau, causal, br, bc, g, dK, dV, dQ, dQg
+    Q,
+    K,
+    KT,
+    V,
+    VT,
+    O,
+    dO,
+    lse,
+    D,
+    slack,
+    keep,
+    has_mask,
+    tau,
+    causal,
+    br,
+    bc,
+    g,
+    dK,
+    dV,
+    dQ,
+    dQg,
+    err,
 ):
-    """The backward pass of every head at once (shapes as in :func:`_run_forward`), in three
-    parallel steps.
+    """The backward pass of every head at once (shapes as in :func:`_run_forward`; ``slack``
+    the terms (a, one per head, then b and c) of the lse check's slack, see
+    :class:`attnlib._tiles.Upstream`; ``err`` as in :func:`_run_forward`), in three parallel
+    steps.
 
     (1) D = rowsum(dO∘O) in float64, rows of every head in parallel. (2) The (key/value head
     j, group) pairs in parallel: pair (j, G') runs the query heads h = j·g, ..., j·g + g - 1
@@ -154,6 +182,7 @@ def _run_backward(
             dot += np.float64(dO[h, i, k]) * np.float64(O[h, i, k])
         D[h, i] = dot
     groups = dQg.shape[0] + 1
+    slack_q, b, c = slack
     m, d = K.shape[1], K.shape[2]
     kblocks = _cdiv(m, bc)
     scratch_rows = bc if g > 1 else 0
@@ -163,8 +192,8 @@ def _run_backward(
         dKh = np.empty((scratch_rows, d), dK.dtype)  # one head's block of dK (and dV), g > 1
         dVh = np.empty((scratch_rows, dv), dV.dtype)
         for h in range(j * g, (j + 1) * g):
-            s = Scores(Q[h], K[j], KT[j], tau, keep, has_mask, causal, br, bc)
-            u = Upstream(V[j], VT[j], O[h], dO[h], lse[h], D[h])
+            s = Scores(Q[h], K[j], KT[j], tau, keep, has_mask, causal, br, bc, err)
+            u = Upstream(V[j], VT[j], O[h], dO[h], lse[h], D[h], h, slack_q[h], b, c)
             dq = dQ[h] if grp == 0 else dQg[grp - 1, h]
             for kb in range(grp, kblocks, groups):
                 j0 = kb * bc
@@ -203,17 +232,38 @@ KERNELS = (_run_forward, _run_backward)
 
 
 def _frozen(x: np.ndarray) -> np.ndarray:
-    """A read-only, C-contiguous view of x (a copy only if x is not C-contiguous).
+    """A read-only, C-contiguous view of x with the canonical strides of its shape (a copy
+    only if x is not C-contiguous).
 
     numba compiles one machine-code version per combination of argument types, and an array's
     type includes its layout and whether it is writeable. Handing every kernel read-only
     C-contiguous inputs, whatever the caller passed (read-only, Fortran order, negative
     strides), keeps it at one compiled version per dtype. Only the view is frozen: the
     caller's array keeps its flags.
+
+    Numpy leaves the stride of a length-1 axis arbitrary and still flags the array
+    C-contiguous (``x[None]`` and ``np.broadcast_to`` give 0), so ``np.ascontiguousarray``
+    returns it as it is. Such a stride is never used to reach an element, so the same
+    memory is viewed with the canonical strides instead, without a copy: every row of a
+    tile then has the row stride that BLAS is told.
     """
-    view = np.ascontiguousarray(x).view()
+    view = np.ascontiguousarray(x)
+    canonical = _c_strides(view.shape, view.itemsize)
+    if view.strides != canonical:
+        view = np.lib.stride_tricks.as_strided(view, strides=canonical, writeable=False)
+    else:
+        view = view.view()
     view.flags.writeable = False
     return view
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The strides of a C-ordered array of ``shape``."""
+    strides, step = [], itemsize
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 _NO_MASK = _frozen(np.ones((1, 1), dtype=np.bool_))
@@ -400,8 +450,10 @@ def _run_forward_kernel(Q, K, V, tau, keep, has_mask, is_causal, g):
     O = np.empty((heads, n, dv), dtype=Q.dtype)
     lse = np.empty((heads, n), dtype=Q.dtype)
     KT = _blocked_transpose(K, bc)
+    err = np.zeros(ERR_SLOTS, np.int64)
     with blas_on_calling_thread():
-        _run_forward(Q, K, KT, V, keep, has_mask, tau, is_causal, br, bc, g, O, lse)
+        _run_forward(Q, K, KT, V, keep, has_mask, tau, is_causal, br, bc, g, O, lse, err)
+    _raise_reported(err)
     if shift:
         np.ldexp(O, shift, out=O)
     return O, lse
@@ -424,16 +476,42 @@ def _run_backward_kernel(Q, K, V, O, dO, lse, tau, keep, has_mask, is_causal, g)
     m, dv = V.shape[1:]
     dtype = Q.dtype
     br, bc = block_sizes(d, dv)
+    # the terms of the lse check's slack, max‖k_j‖ of each query head's key head (first: the
+    # norms' temporaries are freed before the large allocations, so they add nothing to the
+    # peak)
+    kmax = np.repeat(_row_norms(K).max(axis=1, initial=0.0), g)
+    slack = _lse_slack_terms(dtype, d, m, tau, kmax)
     dQ = np.zeros(Q.shape, dtype=dtype)
     dK = np.zeros(K.shape, dtype=dtype)
     dV = np.zeros(V.shape, dtype=dtype)
     dQg = np.zeros((dq_groups(m, d, dv) - 1, heads, n, d), dtype=dtype)
     D = np.empty((heads, n))
     KT, VT = _blocked_transpose(K, bc), _blocked_transpose(V, bc)
-    args = (Q, K, KT, V, VT, O, dO, lse, D, keep, has_mask, tau, is_causal, br, bc, g)
+    args = (Q, K, KT, V, VT, O, dO, lse, D, slack, keep, has_mask, tau, is_causal, br, bc, g)
+    err = np.zeros(ERR_SLOTS, np.int64)
     with blas_on_calling_thread():
-        _run_backward(*args, dK, dV, dQ, dQg)
+        _run_backward(*args, dK, dV, dQ, dQg, err)
+    _raise_reported(err, heads)
     return dQ, dK, dV
+
+
+def _raise_reported(err: np.ndarray, heads: int = 1) -> None:
+    """Turn what a kernel reported in ``err`` (see :class:`attnlib._tiles.Scores`) into an
+    exception; its outputs are then discarded, never returned."""
+    if err[ERR_BLAS]:
+        raise RuntimeError(
+            f"a tile product of the compiled kernel would have passed BLAS an illegal "
+            f"argument (gemm parameter {int(err[ERR_BLAS])}); no result is returned. "
+            "Please report this with the shapes and strides of the inputs."
+        )
+    if err[ERR_LSE_ROW]:
+        row = int(err[ERR_LSE_ROW]) - 1
+        where = f"row {row}" if heads == 1 else f"row {row} of head {int(err[ERR_LSE_HEAD])}"
+        raise AttnInputError(
+            f"lse is not the log-sum-exp of the logits scale * Q @ K.T: at {where} a logit "
+            "exceeds it by more than rounding allows (P = exp(logit - lse) > 1); pass the lse "
+            "that the forward pass returned for these Q, K, scale and mask"
+        )
 
 
 def flash_backward(

@@ -89,3 +89,109 @@ def round_up_to_grid(R, steps_per_octave: int = RANGE_STEPS_PER_OCTAVE) -> float
     if steps == 0:
         return R
     return 2.0 ** (math.ceil(steps * math.log2(R)) / steps)
+
+
+def _row_norms(X: np.ndarray) -> np.ndarray:
+    """‖Xᵢ‖₂ for every row of a finite float array X (..., rows, d), as float64 (..., rows),
+    without overflow or underflow: a block of rows at a time, each row scaled by the block's
+    largest |entry| first, so the temporaries stay small next to X. Expects a validated
+    array (no checks)."""
+    flat = X.reshape(-1, X.shape[-1])
+    out = np.empty(flat.shape[0])
+    rows = max(1, _BLOCK_WORDS // max(1, flat.shape[1]))
+    for i0 in range(0, flat.shape[0], rows):
+        block = flat[i0 : i0 + rows].astype(np.float64)
+        top = float(np.abs(block).max()) if block.size else 0.0
+        if top == 0:
+            out[i0 : i0 + rows] = 0.0
+            continue
+        block /= top
+        out[i0 : i0 + rows] = top * np.sqrt(np.einsum("ij,ij->i", block, block))
+    return out.reshape(X.shape[:-1])
+
+
+def _unit_roundoff(dtype) -> float:
+    return float(np.finfo(dtype).eps) / 2
+
+
+def _gamma(k: int, u: float) -> float:
+    """γ_k = k·u / (1 − k·u), the bound on the relative error of k rounded operations
+    (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 3.1); inf if k·u ≥ 1."""
+    return k * u / (1 - k * u) if k * u < 1 else math.inf
+
+
+def _lse_slack_terms(dtype, d: int, m: int, scale: float, kmax):
+    """The terms of :func:`_lse_slack`, a·‖q_i‖ + b·|lse_i| + c, for logits of width d over
+    m keys in ``dtype``: (a, b, c), a = 2γ_{d+2}·τ·kmax for kmax = max_j‖k_j‖ (a float or
+    an array, one per key/value head)."""
+    u = _unit_roundoff(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = 2 * _gamma(d + 2, u) * float(scale) * np.asarray(kmax, dtype=np.float64)
+    return a, 2 * u, 2 * _gamma(m, u) + 4 * u
+
+
+def _lse_slack(Q: np.ndarray, K: np.ndarray, lse: np.ndarray, scale: float) -> np.ndarray:
+    """How far a recomputed logit may exceed a *correct* log-sum-exp through rounding alone,
+    row by row: the backward passes refuse an lse that some logit of its row exceeds by more
+    (P = exp(τ·q_i·k_j − lse_i) ≤ 1 holds exactly for the true lse).
+
+    Q is (n, d), K (m, d), lse (n,), validated, in one float dtype with unit roundoff u;
+    returns float64 (n,). The bound adds three sources, each at its worst:
+
+    - the logit τ·q_i·k_j computed twice (once for lse, once now), each time with an error of
+      at most γ_{d+2}·τ·‖q_i‖·max_j‖k_j‖ (a dot product of length d, then the scale);
+    - lse_i rounded to the dtype: u·|lse_i|, twice over for the shift and log;
+    - the row sum inside lse_i = max + log Σ exp(·), whose relative error is at most γ_m for
+      any order of summation of m terms, so its log moves by at most γ_m (plus rounding).
+
+    A row with lse_i = −inf (fully masked) gets the first and last terms only: any logit of
+    it that is kept (finite) then exceeds lse_i by an infinite amount. The compiled kernels
+    compute the same bound row by row from :func:`_lse_slack_terms`.
+    """
+    m, d = K.shape
+    a, b, c = _lse_slack_terms(Q.dtype, d, m, scale, _row_norms(K).max(initial=0.0))
+    size = np.where(np.isneginf(lse), 0.0, np.abs(lse, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return a * _row_norms(Q) + b * size + c
+
+
+def _probabilities_from_lse(S: np.ndarray, lse: np.ndarray, slack: np.ndarray, *, first_row=0):
+    """P = min(exp(S − lse), 1) for a block of logits S (rows, cols), computed in place of S
+    and returned: the backward passes' recomputation of the softmax from the forward pass's
+    row log-sum-exp (FA2 Alg. 2, line 11). ``lse`` and ``slack`` (:func:`_lse_slack`) are the
+    block's rows; masked logits are −inf and give 0, and so does every entry of a fully
+    masked row (lse = −inf).
+
+    A correct lse is at least every logit of its row, so P ≤ 1. A logit above lse by more
+    than the row's slack means that lse is not the forward pass's for these inputs, and
+    exp(S − lse) would grow without bound: refused, naming the row (``first_row`` + its
+    index in the block). Within the slack, entries above 1 are set to 1, the true value to
+    that rounding.
+
+    Raises
+    ------
+    AttnInputError
+        if some logit exceeds its row's lse by more than the slack (also a kept logit in a
+        row whose lse is −inf).
+    """
+    top = S.max(axis=1, initial=-np.inf)
+    with np.errstate(invalid="ignore"):
+        above = top - lse  # NaN where a fully masked row has lse = −inf: consistent
+    bad = np.flatnonzero(above > slack)
+    if bad.size:
+        raise AttnInputError(
+            "lse is not the log-sum-exp of the logits scale * Q @ K.T: at row "
+            f"{first_row + int(bad[0])} a logit exceeds it by more than rounding allows "
+            "(P = exp(logit - lse) > 1); pass the lse that the forward pass returned for "
+            "these Q, K, scale and mask"
+        )
+    dead = np.isneginf(lse)
+    shift = np.where(dead, 0, lse).astype(S.dtype, copy=False)
+    with np.errstate(under="ignore", over="ignore"):
+        np.subtract(S, shift[:, None], out=S)
+        np.exp(S, out=S)
+    if (above > 0).any():
+        np.minimum(S, 1, out=S)
+    if dead.any():
+        S[dead] = 0
+    return S

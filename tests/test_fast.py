@@ -18,7 +18,7 @@ import attnlib as al
 from attnlib import AttnInputError, fast
 from attnlib import nbtools as nbt
 from attnlib._exp import _exp_shifted
-from attnlib._tiles import _row_max
+from attnlib._tiles import _gemm, _row_max
 
 
 def keep_mask(n, m, mask=None, causal=False):
@@ -481,7 +481,8 @@ def test_one_compiled_version_per_dtype_for_every_layout(rng):
         for layout in layouts:
             q, k, v, do = (layout(x) for x in (Qh, Kh[:1], Vh[:1], dOh))
             O, lse = al.flash_forward(q, k, v, is_causal=True, enable_gqa=True)
-            al.flash_backward(q, k, v, layout(O), do, layout(lse), enable_gqa=True)
+            # the same is_causal as the forward pass: its lse is refused otherwise
+            al.flash_backward(q, k, v, layout(O), do, layout(lse), is_causal=True, enable_gqa=True)
     assert any(layout(Q).strides[0] < 0 for layout in layouts)
 
     def dtype_of(signature):
@@ -567,3 +568,167 @@ def test_timing_probes_return_rates_and_seconds():
     ]:
         with pytest.raises(AttnInputError, match=message):
             call()
+
+
+# ------------------------------------------------- one-row layouts, d = 1, BLAS's arguments
+
+
+def _one_row_layouts(row):
+    """The same single row (d,) as a (1, d) array made every way numpy allows: a new axis
+    and a broadcast (row stride 0), a strided slice, a reshape, a transposed column, an
+    arbitrary row stride (not even a multiple of the item size), and a column-strided view
+    (not C-contiguous, so copied)."""
+    d = row.shape[0]
+    wide = np.zeros((3, 2 * d), row.dtype)
+    wide[1, ::2] = row
+    size = row.itemsize
+    odd = np.lib.stride_tricks.as_strided(row, shape=(1, d), strides=(size + 3, size))
+    return {
+        "x[None]": row[None],
+        "broadcast_to": np.broadcast_to(row, (1, d)),
+        "step slice": np.stack([row, row])[::2],
+        "reshape": row.copy().reshape(1, d),
+        "column.T": row[:, None].T,
+        "odd row stride": odd,
+        "column-strided": wide[1:2, ::2],
+    }
+
+
+def _assert_kernels_equal_exact(Q, K, V, dO, **kw):
+    """flash_forward, flash_backward and forward_backward on (Q, K, V, dO) as given against
+    the exact core in float64 on plain copies, entrywise within tol·max(1, max|ref|): tol =
+    1e-12 in float64; in float32 γ_{n+m+d} = (n+m+d)·u/(1 − (n+m+d)·u), u = 2⁻²⁴, the
+    worst-case rounding of a sum of that many terms (each output sums at most n + m + d
+    products of entries bounded by the outputs' scale). An error from stale BLAS scratch is
+    of the order of the outputs themselves, far above either."""
+    plain = [np.array(x) for x in (Q, K, V, dO)]
+    exact64 = [x.astype(np.float64) for x in plain]
+    O_ref, lse_ref = al.attention_forward(*exact64[:3], **kw)
+    refs = (O_ref, lse_ref, *al.attention_backward(*exact64[:3], O_ref, exact64[3], lse_ref, **kw))
+    O, lse = al.flash_forward(Q, K, V, **kw)
+    ours = (O, lse, *al.flash_backward(Q, K, V, O, dO, lse, **kw))
+    both = al.fast.forward_backward(Q, K, V, dO, **kw)
+    for a, b in zip(ours, both, strict=True):
+        assert np.array_equal(a, b)
+    (n, d), m = Q.shape, K.shape[0]
+    if Q.dtype == np.float64:
+        tol = 1e-12
+    else:
+        k, u = n + m + d, 2.0**-24
+        tol = k * u / (1 - k * u)
+    for got, ref in zip(ours, refs, strict=True):
+        assert got.dtype == Q.dtype and got.shape == ref.shape
+        assert np.array_equal(np.isneginf(got), np.isneginf(ref))
+        fin = np.isfinite(ref)
+        err = float(np.abs(got[fin] - ref[fin]).max(initial=0.0))
+        assert err <= tol * max(1.0, float(np.abs(ref[fin]).max(initial=0.0))), err
+    return ours
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("which", ["Q and dO", "K and V", "all four"])
+def test_one_row_inputs_of_every_layout_equal_the_exact_core(rng, which, dtype, capfd):
+    """A single query (with its dO) or a single key (with its value), made every way numpy
+    allows: numpy leaves a length-1 axis's stride arbitrary, and BLAS must never be told it.
+    Many keys (or queries) on the other side, so the tiles are full ones and ragged ones."""
+    n, m, d = 300, 300, 8
+    Q, K, V = random_qkv(rng, n, m, d, dtype=dtype)
+    dO = rng.standard_normal((n, d)).astype(dtype)
+    one_query = which != "K and V"
+    one_key = which != "Q and dO"
+    for name in _one_row_layouts(Q[0]):
+        q, do = (_one_row_layouts(x[0])[name] for x in (Q, dO)) if one_query else (Q, dO)
+        k, v = (_one_row_layouts(x[0])[name] for x in (K, V)) if one_key else (K, V)
+        copies = [np.array(x) for x in (q, k, v, do)]
+        for causal in (False, True):
+            ours = _assert_kernels_equal_exact(q, k, v, do, is_causal=causal)
+            # and bit for bit what the same rows give as plain C arrays
+            again = _assert_kernels_equal_exact(*copies, is_causal=causal)
+            for a, b in zip(ours, again, strict=True):
+                assert np.array_equal(a, b), name
+        for x, c in zip((q, k, v, do), copies, strict=True):
+            assert np.array_equal(x, c)  # never modified
+    assert "illegal" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("m", [255, 256, 257, 1000])
+@pytest.mark.parametrize("d,dv", [(1, 1), (1, 8), (8, 1)])
+def test_head_widths_of_one_across_a_full_key_block(rng, d, dv, m, dtype, capfd):
+    """d = 1 or d_v = 1 where the key blocks become full (256 keys): a full block's K and V
+    are multiplied through their blocked transposes, (1, 256) arrays whose row stride numpy
+    leaves arbitrary."""
+    Q, K, V = random_qkv(rng, 300, m, d, dv, dtype=dtype)
+    dO = rng.standard_normal((300, dv)).astype(dtype)
+    _assert_kernels_equal_exact(Q, K, V, dO)
+    _assert_kernels_equal_exact(Q, K, V, dO, is_causal=True)
+    assert "illegal" not in capfd.readouterr().err
+
+
+def test_loss_gradient_with_head_width_one(rng, capfd):
+    """AS24's dL/dX through the kernels at d = 1 with m = 300 keys: K = A2 and V = A3·Y are
+    (300, 1), a full key block and a ragged one."""
+    X, Y = rng.standard_normal((1, 1)), rng.standard_normal((1, 1))
+    A1, A2, A3, E = (rng.standard_normal((300, 1)) for _ in range(4))
+    got = al.flash_attention_loss_grad(X, A1, A2, A3, Y, E)
+    assert rel_err(got, al.attention_loss_grad(X, A1, A2, A3, Y, E)) <= 1e-12
+    assert "illegal" not in capfd.readouterr().err
+
+
+@numba.njit
+def _call_gemm(a, b, c, ints, flts):
+    _gemm(a, False, b, False, c, 1.0, 0.0, ints, flts)
+
+
+def test_gemm_refuses_arguments_blas_would_reject(capfd):
+    """Arguments that BLAS rejects (it says so on stderr only and computes nothing) are
+    caught before the call: the parameter number goes to ints[8], c is left as it was, and
+    nothing reaches stderr."""
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    overlapping = np.lib.stride_tricks.as_strided(np.ones(6), shape=(2, 3), strides=(8, 8))
+    cases = {
+        # (a, b, c): parameter number of the column-major call (its A is our b)
+        5: (a, np.ones((2, 4)), np.zeros((2, 4))),  # inner dimensions differ
+        8: (a, np.ones((3, 8))[:, ::2], np.zeros((2, 4))),  # b with a column stride of 2
+        10: (overlapping, b, np.zeros((2, 4))),  # row stride below the row length
+        13: (a, b, np.zeros((2, 8))[:, ::2]),  # c with a column stride of 2
+    }
+    for parameter, (x, y, c) in cases.items():
+        before = c.copy()
+        ints, flts = np.zeros(9, np.int32), np.zeros(2)
+        _call_gemm(x, y, c, ints, flts)
+        assert ints[8] == parameter
+        assert np.array_equal(c, before)
+    ints = np.zeros(9, np.int32)
+    c = np.zeros((2, 4))
+    _call_gemm(a, b, c, ints, np.zeros(2))  # and a legal call computes
+    assert ints[8] == 0 and np.array_equal(c, a @ b)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_reported_kernel_error_raises_instead_of_returning():
+    """What the kernels report becomes an exception: a BLAS argument error as RuntimeError,
+    an inconsistent lse as AttnInputError naming lse and the row."""
+    err = np.zeros(fast.ERR_SLOTS, np.int64)
+    fast._raise_reported(err)  # nothing reported: returns
+    err[fast.ERR_BLAS] = 8
+    with pytest.raises(RuntimeError, match="gemm parameter 8"):
+        fast._raise_reported(err)
+    err[:] = 0
+    err[fast.ERR_LSE_HEAD], err[fast.ERR_LSE_ROW] = 3, 5
+    with pytest.raises(AttnInputError, match=r"lse .* row 4 of head 3"):
+        fast._raise_reported(err, heads=4)
+
+
+def test_frozen_views_have_canonical_strides_without_a_copy(rng):
+    """_frozen hands the kernels the canonical strides of the shape; a length-1 axis's
+    arbitrary stride is replaced without copying, and nothing else changes."""
+    row = rng.standard_normal(8)
+    for x in _one_row_layouts(row).values():
+        f = fast._frozen(x)
+        assert f.strides == (8 * 8, 8) and not f.flags.writeable
+        assert np.array_equal(f, x)
+    big = rng.standard_normal((5, 1, 7))[:, :, :]
+    big = np.lib.stride_tricks.as_strided(big, strides=(56, 0, 8))
+    f = fast._frozen(big)
+    assert f.strides == (56, 56, 8) and np.shares_memory(f, big)
