@@ -9,7 +9,11 @@ Scalars: :func:`check_real` (and its forms :func:`check_positive_real`,
 Python and numpy numbers of any size and never raise anything but :class:`AttnInputError`
 (a Python int beyond the float range included). Sizes: :func:`check_memory` refuses, before
 anything is allocated, a call whose working memory exceeds :data:`MAX_ALLOCATION_BYTES` (or
-the function's ``memory_budget``).
+the function's ``memory_budget``); :func:`check_memory_parts` names the part that dominates.
+
+The checks themselves run in bounded memory: finiteness is tested by two reductions
+(``min``, ``max``) over the array's own memory (a zero-stride broadcast view is reduced to its
+distinct entries first), and an offending entry is located a block at a time.
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_memory",
+    "check_memory_parts",
+    "conversion_parts",
+    "distinct_view",
+    "check_float_dtype",
+    "describe_int",
     "MAX_ALLOCATION_BYTES",
     "as_real_array",
     "float_dtype",
@@ -61,7 +70,9 @@ def _as_array(name: str, a) -> np.ndarray:
     try:
         return np.asarray(a)
     except Exception as exc:  # ragged lists and the like
-        raise AttnInputError(f"{name} must be convertible to a numeric array ({exc})") from exc
+        raise AttnInputError(
+            f"{name} must be convertible to a numeric array ({str(exc):.200})"
+        ) from exc
 
 
 def as_float_array(
@@ -95,17 +106,70 @@ def as_float_array(
     if arr.size == 0:
         raise AttnInputError(f"{name} must be non-empty, got shape {arr.shape}")
     if not allow_nonfinite:
-        finite = np.isfinite(arr)
+        _check_finite(name, arr, allow_neg_inf)
+    return arr
+
+
+#: Entries per block when an offending entry is located (a bool temporary of this size).
+_BLOCK_ENTRIES = 1 << 20
+
+
+def distinct_view(arr: np.ndarray) -> np.ndarray:
+    """``arr`` with every zero-stride axis (a broadcast axis) cut to length 1: a view holding
+    each distinct memory location of a broadcast view once, whatever its apparent size."""
+    cut = tuple(
+        slice(0, 1) if stride == 0 and length > 1 else slice(None)
+        for stride, length in zip(arr.strides, arr.shape, strict=True)
+    )
+    return arr[cut]
+
+
+def _check_finite(name: str, arr: np.ndarray, allow_neg_inf: bool) -> None:
+    """Refuse NaN and ±inf (only NaN and +inf with ``allow_neg_inf``) in bounded memory.
+
+    ``min`` and ``max`` propagate NaN and need no temporary of the array's size, unlike
+    ``np.isfinite(arr)``, which would allocate a byte per entry of a zero-copy view of 10⁹
+    rows. They run over the distinct entries only (:func:`distinct_view`); the first offending
+    index in C order is then the one reported, found a block at a time.
+    """
+    u = distinct_view(arr)
+    if u.ndim == 0:
+        u = u.reshape(1)
+    hi = u.max()
+    if allow_neg_inf:
+        if hi < np.inf:  # False for NaN too
+            return
+    elif np.isfinite(hi) and np.isfinite(u.min()):
+        return
+    for start, block in _blocks(u):
+        bad = ~np.isfinite(block)
         if allow_neg_inf:
-            finite |= np.isneginf(arr)
-        if not finite.all():
-            bad = np.argwhere(~finite)[0]
+            bad &= ~np.isneginf(block)
+        if bad.any():
+            local = np.argwhere(bad)[0]
+            index = (*start[:-1], start[-1] + int(local[0]), *(int(i) for i in local[1:]))
+            if arr.ndim == 0:
+                index = ()
             what = "-inf, " if allow_neg_inf else ""
             raise AttnInputError(
-                f"{name} must be finite ({what}no NaN or inf), found {arr[tuple(bad)]} "
-                f"at index {tuple(int(i) for i in bad)}"
+                f"{name} must be finite ({what}no NaN or inf), found {arr[index]} at index {index}"
             )
-    return arr
+    raise AssertionError("unreachable: min or max was not finite")  # pragma: no cover
+
+
+def _blocks(a: np.ndarray, limit: int = _BLOCK_ENTRIES):
+    """Pairs ``(start, block)`` covering ``a`` (ndim >= 1) in C order: ``block`` is
+    ``a[start[:-1]][start[-1]:start[-1] + rows]``, at most ``limit`` entries unless a single
+    entry is larger."""
+    inner = a[0].size if a.shape[0] else 0
+    if a.ndim == 1 or 0 < inner <= limit:
+        rows = max(1, limit // max(1, inner))
+        for i0 in range(0, a.shape[0], rows):
+            yield (i0,), a[i0 : i0 + rows]
+        return
+    for i in range(a.shape[0]):
+        for start, block in _blocks(a[i], limit):
+            yield (i, *start), block
 
 
 def check_cols(name: str, a: np.ndarray, cols: int, like: str, what: str = "d") -> None:
@@ -149,12 +213,14 @@ def check_real(
     open_minimum: bool = False,
     open_maximum: bool = False,
     expected: str | None = None,
+    finite: bool = True,
 ) -> float:
     """Require a finite real number in the given range and return it as a float.
 
     Python ints of any size, floats and numpy scalars are accepted; bools, strings, complex
     numbers and NaN or infinite values are refused. A Python int too large for a float
-    (``10**400``) is refused with the same message, never an ``OverflowError``.
+    (``10**400``) is refused with the same message, never an ``OverflowError``. With
+    ``finite=False`` (and no range), NaN and ±inf are returned as they are.
     """
     if expected is None:
         parts = []
@@ -162,7 +228,8 @@ def check_real(
             parts.append(f"{'>' if open_minimum else '>='} {minimum:g}")
         if maximum is not None:
             parts.append(f"{'<' if open_maximum else '<='} {maximum:g}")
-        expected = "a finite real number" + (" " + " and ".join(parts) if parts else "")
+        real = "a finite real number" if finite else "a real number"
+        expected = real + (" " + " and ".join(parts) if parts else "")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
     try:
@@ -170,6 +237,8 @@ def check_real(
     except (OverflowError, ValueError, TypeError):
         raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}") from None
     if not math.isfinite(v):
+        if not finite and minimum is None and maximum is None:
+            return v
         raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
     if minimum is not None and (v <= minimum if open_minimum else v < minimum):
         raise AttnInputError(f"{name} must be {expected}, got {value!r:.60}")
@@ -204,7 +273,7 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
         raise AttnInputError(f"{name} must be an integer >= {minimum}, got {value!r:.60}")
     v = int(value)
     if v < minimum:
-        raise AttnInputError(f"{name} must be an integer >= {minimum}, got {v}")
+        raise AttnInputError(f"{name} must be an integer >= {minimum}, got {describe_int(v)}")
     if maximum is not None and v > maximum:
         raise AttnInputError(f"{name} must be an integer <= {maximum}, got {describe_int(v)}")
     return v
@@ -253,7 +322,7 @@ def check_memory(what: str, nbytes, *, budget=None, culprits: str = "") -> int:
     limit = MAX_ALLOCATION_BYTES if budget is None else budget
     nbytes = int(nbytes)
     if nbytes > limit:
-        size = _fmt_bytes(nbytes) if nbytes < 2**1000 else f"~2^{nbytes.bit_length()} bytes"
+        size = _size(nbytes)
         who = f"; {culprits} is too large" if culprits else ""
         raise AttnInputError(
             f"{what} would need {size}, over the limit of {_fmt_bytes(limit)}{who}"
@@ -261,11 +330,76 @@ def check_memory(what: str, nbytes, *, budget=None, culprits: str = "") -> int:
     return nbytes
 
 
+def check_memory_parts(what: str, parts, *, budget=None) -> int:
+    """:func:`check_memory` for working memory made of several parts, each sized by some of the
+    arguments: ``parts`` holds triples ``(nbytes, description, culprits)``, e.g.
+    ``(8 * n * m, "the n × m scores", "Q or K")``. A refusal says what ``what`` would need in
+    all, names the largest part and blames its culprits. Returns the total in bytes.
+
+    Examples
+    --------
+    >>> check_memory_parts("f", [(2**20, "the scores", "Q or K"), (8, "lse", "Q")])
+    1048584
+    >>> check_memory_parts("f", [(2**40, "the scores", "Q or K")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    attnlib._checks.AttnInputError: f would need 1 TiB ... (1 TiB); Q or K is too large
+    """
+    parts = [(int(b), desc, who) for b, desc, who in parts]
+    total = sum(b for b, _, _ in parts)
+    limit = MAX_ALLOCATION_BYTES if budget is None else budget
+    if total > limit:
+        nbytes, desc, who = max(parts, key=lambda part: part[0])
+        raise AttnInputError(
+            f"{what} would need {_size(total)} of working memory, over the limit of "
+            f"{_fmt_bytes(limit)}, most of it for {desc} ({_size(nbytes)}); {who} is too large"
+        )
+    return total
+
+
+def conversion_parts(dtype, arrays: dict) -> list:
+    """The :func:`check_memory_parts` parts of converting each of ``arrays`` ({argument name:
+    array}) to ``dtype``: a copy of every array of another dtype, as large as the array looks
+    (a broadcast view becomes a full array)."""
+    dtype = np.dtype(dtype)
+    return [
+        (a.size * dtype.itemsize, f"{name} converted to {dtype}", name)
+        for name, a in arrays.items()
+        if a.dtype != dtype
+    ]
+
+
+def _size(nbytes: int) -> str:
+    return _fmt_bytes(nbytes) if nbytes < 2**1000 else f"~2^{nbytes.bit_length()} bytes"
+
+
+def check_float_dtype(name: str, dtype) -> np.dtype:
+    """Require float32 or float64, given as a name (``"float32"``), a numpy type, ``float``
+    or a dtype; returns the dtype. (``np.dtype(None)`` is float64, so None is refused here
+    explicitly.)"""
+    dt = None
+    if isinstance(dtype, np.dtype):
+        dt = dtype
+    elif (
+        isinstance(dtype, str)
+        or dtype is float
+        or (isinstance(dtype, type) and issubclass(dtype, np.generic))
+    ):
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            dt = None
+    if dt is None or not any(dt == f for f in FLOAT_DTYPES):
+        raise AttnInputError(f"{name} must be 'float32' or 'float64', got {dtype!r:.60}")
+    return dt
+
+
 def as_real_array(name: str, a, *, ndim: int | None = 1) -> np.ndarray:
     """Like :func:`as_float_array`, but integer arrays (not booleans) are accepted and
     converted to float64 (e.g. a list ``[1, 2, 4]``)."""
     arr = _as_array(name, a)
     if arr.dtype.kind in "iu":
+        check_memory(f"{name} converted to float64", 8 * arr.size, culprits=name)
         arr = arr.astype(np.float64)
     return as_float_array(name, arr, ndim=ndim)
 
@@ -274,7 +408,7 @@ def check_mask(mask, n: int, m: int) -> np.ndarray | None:
     """Validate a boolean keep-mask of shape (n, m); ``True`` keeps a score."""
     if mask is None:
         return None
-    arr = np.asarray(mask)
+    arr = _as_array("mask", mask)
     if arr.dtype != np.bool_:
         raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
     if arr.shape != (n, m):
@@ -310,9 +444,13 @@ def check_backward_inputs(Q, K, V, O, dO, lse, *, allow_masked_rows: bool = True
     return Q, K, V, O, dO, lse
 
 
-def check_loss_inputs(X, A1, A2, A3, Y, E):
+def check_loss_inputs(X, A1, A2, A3, Y, E, *, what="the loss", working=None):
     """Validate AS24's loss arguments: A₁ (n, d), A₂ and A₃ (m, d), X and Y (d, d),
-    E (n, d). Returns them converted to their common float dtype."""
+    E (n, d). Returns them converted to their common float dtype.
+
+    Before converting, refuses (:func:`check_memory_parts`, as ``what``) a call whose
+    conversions and working memory exceed the limit: ``working(n, m, d, dtype)`` returns the
+    caller's own parts."""
     A1 = as_float_array("A1", A1)
     n, d = A1.shape
     A2 = as_float_array("A2", A2)
@@ -327,7 +465,12 @@ def check_loss_inputs(X, A1, A2, A3, Y, E):
     E = as_float_array("E", E)
     check_shape("E", E, (n, d), "(n, d) like A1")
     dtype = float_dtype(X, A1, A2, A3, Y, E)
-    return tuple(a.astype(dtype, copy=False) for a in (X, A1, A2, A3, Y, E))
+    arrays = {"X": X, "A1": A1, "A2": A2, "A3": A3, "Y": Y, "E": E}
+    parts = conversion_parts(dtype, arrays)
+    if working is not None:
+        parts += working(n, A2.shape[0], d, dtype)
+    check_memory_parts(what, parts)
+    return tuple(a.astype(dtype, copy=False) for a in arrays.values())
 
 
 # ---- batched, multi-head input (PyTorch's scaled_dot_product_attention layout) -----------
@@ -399,7 +542,7 @@ def check_batched_mask(mask, is_causal, shape: tuple[int, ...]):
         raise AttnInputError("mask and is_causal=True cannot be given together")
     if mask is None:
         return None, causal
-    arr = np.asarray(mask)
+    arr = _as_array("mask", mask)
     if arr.dtype != np.bool_:
         raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
     try:
@@ -408,3 +551,19 @@ def check_batched_mask(mask, is_causal, shape: tuple[int, ...]):
         raise AttnInputError(
             f"mask must be broadcastable to (..., H, n, m) = {shape}, got {arr.shape}"
         ) from None
+
+
+def max_abs(a: np.ndarray) -> float:
+    """max |a| of a non-empty real array, as a Python float, in bounded memory.
+
+    Two reductions (``min``, ``max``) over the array's distinct entries
+    (:func:`distinct_view`), where ``np.abs(a).max()`` would first allocate a copy as large as
+    the array looks (a broadcast view of 10⁹ rows included). NaN propagates.
+
+    Examples
+    --------
+    >>> max_abs(np.array([[-3.0, 2.0]]))
+    3.0
+    """
+    u = distinct_view(a)
+    return max(-float(u.min()), float(u.max()))
