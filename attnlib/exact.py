@@ -12,17 +12,19 @@ import numpy as np
 
 from ._checks import (
     AttnInputError,
-    as_float_array,
     check_backward_inputs,
     check_bool,
     check_loss_inputs,
     check_mask,
+    check_memory_parts,
     check_qkv,
     check_scale,
+    conversion_parts,
     float_dtype,
 )
 from ._checks import is_batched as _is_batched
-from ._heads import backward_heads, forward_heads
+from ._heads import backward_heads, causal_keep, causal_mask_bytes, forward_heads
+from .logits import _lse_slack, _probabilities_from_lse
 
 __all__ = [
     "attention_forward",
@@ -41,18 +43,24 @@ def _scores(Q, K, scale, mask, names=("Q", "K", "scale")):
     logits overflow the dtype have no meaningful softmax (the compiled kernels raise the
     same error). ``names`` are the arguments the message blames.
     """
+    # In place, so that the n × m scores exist once (the memory guards count them once).
     with np.errstate(over="ignore", invalid="ignore"):
-        S = (Q @ K.T) * Q.dtype.type(scale)
-    bad = ~np.isfinite(S)
+        S = Q @ K.T
+        S *= Q.dtype.type(scale)
+    # min and max propagate NaN and need no n × m temporary: the usual, all-finite case
+    if not (np.isfinite(S.max()) and np.isfinite(S.min())):
+        bad = ~np.isfinite(S)
+        if mask is not None:
+            bad &= mask
+        if bad.any():
+            a, b, c = names
+            raise AttnInputError(
+                f"the logits {_logit_formula(names)} overflow {Q.dtype}: {a}, {b} or {c} is "
+                "too large"
+            )
+        del bad
     if mask is not None:
-        bad &= mask
-    if bad.any():
-        a, b, c = names
-        raise AttnInputError(
-            f"the logits {_logit_formula(names)} overflow {Q.dtype}: {a}, {b} or {c} is too large"
-        )
-    if mask is not None:
-        S = np.where(mask, S, -np.inf).astype(Q.dtype, copy=False)
+        np.copyto(S, -np.inf, where=~mask)
     return S
 
 
@@ -60,17 +68,6 @@ def _logit_formula(names) -> str:
     if tuple(names) == ("Q", "K", "scale"):
         return "scale * Q @ K.T"
     return "(A1 @ X) @ A2.T / d"
-
-
-def _probabilities(S, lse):
-    """P = exp(S - lse), with every entry of a fully masked row (lse = -inf) set to 0."""
-    dead = np.isneginf(lse)
-    shift = np.where(dead, 0, lse)[:, None]
-    with np.errstate(under="ignore"):
-        P = np.exp(S - shift)
-    if dead.any():
-        P[dead] = 0
-    return P
 
 
 def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=False):
@@ -89,8 +86,9 @@ def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable
         True keeps a score, False sets it to -inf
     is_causal : keep score (i, j) only if j <= i (top-left aligned, as PyTorch's
         ``scaled_dot_product_attention``); not together with ``mask``
-    enable_gqa : batched input only: allow H_kv < H (H a multiple of H_kv); query head h
-        attends with key/value head h // (H / H_kv), PyTorch's grouped-query convention
+    enable_gqa : batched input: allow H_kv < H (H a multiple of H_kv); query head h
+        attends with key/value head h // (H / H_kv), PyTorch's grouped-query convention.
+        A bool on 2-D input too, where it has no effect (one head has nothing to group)
 
     Returns
     -------
@@ -104,7 +102,10 @@ def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable
     Raises
     ------
     AttnInputError
-        for invalid arguments, and when finite inputs make a kept logit of τ QKᵀ overflow.
+        for invalid arguments, when finite inputs make a kept logit of τ QKᵀ overflow, and,
+        before anything is allocated, when the working memory (the n × m scores of a head,
+        the outputs, dtype conversions) would exceed
+        :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
 
     Examples
     --------
@@ -117,26 +118,85 @@ def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable
     """
     if _is_batched(Q):
         return _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa)
-    mask = _causal_or_mask(Q, K, mask, is_causal)
-    return _attention_forward(Q, K, V, scale=scale, mask=mask)
+    causal = _flags(mask, is_causal, enable_gqa)
+    return _attention_forward(Q, K, V, scale=scale, mask=mask, causal=causal)
 
 
-def _attention_forward(Q, K, V, *, scale=None, mask=None, names=("Q", "K", "scale")):
-    """:func:`attention_forward`; ``names`` are the arguments an overflow blames."""
+def _flags(mask, is_causal, enable_gqa) -> bool:
+    """is_causal as a bool, for 2-D input: enable_gqa must be a bool too (it has no effect
+    on one head), and is_causal excludes a mask."""
+    causal = check_bool("is_causal", is_causal)
+    check_bool("enable_gqa", enable_gqa)
+    if causal and mask is not None:
+        raise AttnInputError("mask and is_causal=True cannot be given together")
+    return causal
+
+
+#: Row vectors of the exact passes (row maxima, shifts, sums, lse, D), in bytes per row, and
+#: a fixed allowance for numpy's reduction buffers (8192 entries each) and the blocks of the
+#: bounded checks, so that the guards bound what tracemalloc sees.
+_ROW_BYTES = 64
+_BUFFER_BYTES = 1 << 18
+
+
+def _forward_parts(n, m, d_v, dtype, masked, names=("Q", "K", "V")):
+    """The working memory of one 2-D exact forward pass, as :func:`check_memory_parts` parts:
+    the n × m scores (exponentiated in place), with a byte per score for the complement of a
+    mask and another for the overflow check or the causal mask, and the outputs with the
+    row statistics."""
+    q, k, v = names
+    scores = n * m * (dtype.itemsize + (2 if masked else 0))
+    outputs = n * d_v * dtype.itemsize + _ROW_BYTES * n + _BUFFER_BYTES
+    return [
+        (scores, f"the n × m = {n} × {m} scores", f"{q} or {k}"),
+        (outputs, "O, lse and the row statistics", f"{q} or {v}"),
+    ]
+
+
+def _causal_part(n, m, causal, names=("Q", "K")):
+    if not causal:
+        return []
+    return [(causal_mask_bytes(n, m), "the (n, m) causal mask", " or ".join(names))]
+
+
+def _attention_forward(
+    Q,
+    K,
+    V,
+    *,
+    scale=None,
+    mask=None,
+    causal=False,
+    names=("Q", "K", "scale"),
+    sizes=("Q", "K", "V"),
+    what="the exact forward pass",
+):
+    """:func:`attention_forward` on one head, ``causal`` a bool; ``names`` are the arguments
+    an overflow blames, ``sizes`` those behind Q, K and V that a memory refusal blames,
+    ``what`` the pass it names."""
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
-    m = K.shape[0]
+    m, d_v = V.shape
     tau = check_scale(scale, d)
     mask = check_mask(mask, n, m)
     dtype = float_dtype(Q, K, V)
+    # Refuse before anything is allocated: conversions, causal mask, scores, outputs.
+    parts = conversion_parts(dtype, {"Q": Q, "K": K, "V": V})
+    parts += _causal_part(n, m, causal, sizes[:2])
+    parts += _forward_parts(n, m, d_v, dtype, causal or mask is not None, sizes)
+    check_memory_parts(what, parts)
+    if causal:
+        mask = causal_keep(n, m)
     Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
 
     S = _scores(Q, K, tau, mask, names)
     row_max = S.max(axis=1)
     dead = np.isneginf(row_max)  # fully masked rows
     shift = np.where(dead, 0, row_max)
+    # exp(S - shift) in place: the scores exist once
+    S -= shift[:, None]
     with np.errstate(under="ignore"):
-        E = np.exp(S - shift[:, None])
+        E = np.exp(S, out=S)
     row_sum = E.sum(axis=1)
     with np.errstate(divide="ignore"):
         lse = (np.log(row_sum) + shift).astype(dtype, copy=False)
@@ -192,8 +252,10 @@ def attention_backward(
     Raises
     ------
     AttnInputError
-        for invalid arguments (the message names the argument), and when finite inputs make a
-        kept logit of τ QKᵀ overflow.
+        for invalid arguments (the message names the argument), when finite inputs make a
+        kept logit of τ QKᵀ overflow, and, before anything is allocated, when the working
+        memory (P and dP, each n × m, the gradients, dtype conversions) would exceed
+        :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
 
     Examples
     --------
@@ -205,22 +267,52 @@ def attention_backward(
     """
     if _is_batched(Q):
         return _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa)
-    mask = _causal_or_mask(Q, K, mask, is_causal)
+    causal = _flags(mask, is_causal, enable_gqa)
+    return _attention_backward(Q, K, V, O, dO, lse, scale=scale, mask=mask, causal=causal)
+
+
+def _backward_parts(n, m, d, d_v, dtype, masked):
+    """The working memory of one 2-D exact backward pass, as :func:`check_memory_parts` parts:
+    P (the scores, exponentiated in place) and dP = dO Vᵀ (turned into dS in place), each
+    n × m, the bytes per score of :func:`_forward_parts`, and the gradients."""
+    scores = n * m * (2 * dtype.itemsize + (2 if masked else 0))
+    grads = (n * d + m * d + m * d_v) * dtype.itemsize + _ROW_BYTES * (n + m) + _BUFFER_BYTES
+    return [
+        (scores, f"P and dP, each n × m = {n} × {m}", "Q or K"),
+        (grads, "the gradients dQ, dK and dV", "Q, K or V"),
+    ]
+
+
+def _attention_backward(Q, K, V, O, dO, lse, *, scale, mask, causal):
+    """:func:`attention_backward` on one head, ``causal`` a bool."""
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
-    m = K.shape[0]
+    m, d_v = V.shape
     tau = check_scale(scale, d)
     mask = check_mask(mask, n, m)
     dtype = float_dtype(Q, K, V, O, dO, lse)
+    # Refuse before anything is allocated: conversions, causal mask, P and dP, gradients.
+    parts = conversion_parts(dtype, {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse})
+    parts += _causal_part(n, m, causal)
+    parts += _backward_parts(n, m, d, d_v, dtype, causal or mask is not None)
+    check_memory_parts("the exact backward pass", parts)
+    if causal:
+        mask = causal_keep(n, m)
     Q, K, V, O, dO, lse = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
 
-    P = _probabilities(_scores(Q, K, tau, mask), lse)
+    P = _probabilities_from_lse(_scores(Q, K, tau, mask), lse, _lse_slack(Q, K, lse, tau))
     D = np.einsum("ij,ij->i", dO, O)
     dV = P.T @ dO
-    dS = P * (dO @ V.T - D[:, None])
+    # dS = P ∘ (dO Vᵀ − D) in place of dP: two n × m arrays at most (the guard's count)
+    dS = dO @ V.T
+    dS -= D[:, None]
+    dS *= P
+    del P
     t = dtype.type(tau)
-    dQ = (dS @ K) * t
-    dK = (dS.T @ Q) * t
+    dQ = dS @ K
+    dQ *= t
+    dK = dS.T @ Q
+    dK *= t
     return dQ, dK, dV
 
 
@@ -259,30 +351,29 @@ def attention_forward_backward(
 # ---------------------------------------------------------------------------------------
 
 
-def _causal_or_mask(Q, K, mask, is_causal):
-    """The 2-D element mask: ``mask``, or the causal mask when ``is_causal``."""
-    if not check_bool("is_causal", is_causal):
-        return mask
-    if mask is not None:
-        raise AttnInputError("mask and is_causal=True cannot be given together")
-    n, m = np.shape(as_float_array("Q", Q))[0], np.shape(as_float_array("K", K))[0]
-    return np.tri(n, m, dtype=bool)
-
-
 def _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa):
     def forward(q, k, v, tau, keep, _):
         return _attention_forward(q, k, v, scale=tau, mask=keep)
 
+    def head_parts(n, m, d, d_v, dtype, masked):
+        return _forward_parts(n, m, d_v, dtype, masked)
+
     kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
-    return forward_heads(Q, K, V, **kw, forward=forward, causal_mask=True)
+    return forward_heads(
+        Q, K, V, **kw, forward=forward, causal_mask=True, head_parts=head_parts,
+        what="the exact forward pass",
+    )  # fmt: skip
 
 
 def _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa):
     def backward(q, k, v, o, do, ls, tau, keep, _):
-        return attention_backward(q, k, v, o, do, ls, scale=tau, mask=keep)
+        return _attention_backward(q, k, v, o, do, ls, scale=tau, mask=keep, causal=False)
 
     kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
-    return backward_heads(Q, K, V, O, dO, lse, **kw, backward=backward, causal_mask=True)
+    return backward_heads(
+        Q, K, V, O, dO, lse, **kw, backward=backward, causal_mask=True,
+        head_parts=_backward_parts, what="the exact backward pass",
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,37 +388,67 @@ def attention_loss(X, A1, A2, A3, Y, E):
     X stands for W_Q W_Kᵀ and Y for W_V. The scale is 1/d, as in the AS papers.
     Computed stably: the softmax is that of :func:`attention_forward` with τ = 1/d.
 
-    Raises :class:`AttnInputError` for invalid arguments, and when finite inputs overflow
-    (the logits A₁XA₂ᵀ/d, the values A₃Y, or the loss itself).
+    Raises :class:`AttnInputError` for invalid arguments, when finite inputs overflow (the
+    logits A₁XA₂ᵀ/d, the values A₃Y, or the loss itself), and, before anything is allocated,
+    when the n × m logits and the products would exceed
+    :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
     """
-    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
+    X, A1, A2, A3, Y, E = check_loss_inputs(
+        X, A1, A2, A3, Y, E, what="attention_loss", working=_loss_parts
+    )
     d = A1.shape[1]
     with np.errstate(over="ignore", invalid="ignore"):
         Q, h = A1 @ X, A3 @ Y
     _check_loss_logits(Q)
     _check_values(h)
-    O, _ = _attention_forward(Q, A2, h, scale=1.0 / d, names=_LOSS_NAMES)
+    O, _ = _attention_forward(
+        Q, A2, h, scale=1.0 / d, names=_LOSS_NAMES, sizes=_LOSS_SIZES, what="attention_loss"
+    )
     with np.errstate(over="ignore", invalid="ignore"):
         c = O - E
-        loss = float(0.5 * np.sum(c * c, dtype=np.float64))
+        c *= c
+        loss = float(0.5 * np.sum(c, dtype=np.float64))
     if not np.isfinite(loss):
         raise AttnInputError("the loss overflows float64: A3, Y or E is too large")
     return loss
 
 
 _LOSS_NAMES = ("A1", "X", "A2")
+#: The arguments whose sizes stand behind Q, K and V in the loss: n, m and the values.
+_LOSS_SIZES = ("A1", "A2", "A3")
+
+
+def _loss_parts(n, m, d, dtype):
+    """attention_loss's working memory beyond the conversions: A₁X, A₃Y, the forward pass on
+    them and the residual."""
+    products = ((2 * n + m) * d * dtype.itemsize, "A1 @ X, A3 @ Y and O - E", "A1 or A3")
+    return [products, *_forward_parts(n, m, d, dtype, False, _LOSS_SIZES)]
+
+
+def _loss_grad_parts(n, m, d, dtype):
+    """attention_loss_grad's working memory beyond the conversions: f (the logits, in place)
+    and q = c hᵀ (turned into p in place), each n × m, and the (·, d) products."""
+    isz = dtype.itemsize
+    small = (3 * n + 2 * m + 2 * d) * d * isz + _ROW_BYTES * n + _BUFFER_BYTES
+    small = (small, "the (·, d) products", "A1")
+    return [(2 * n * m * isz, f"f and q, each n × m = {n} × {m}", "A1 or A2"), small]
+
+
+def _all_finite(a) -> bool:
+    """Whether every entry of a float array is finite, with no temporary of its size."""
+    return bool(np.isfinite(a.max()) and np.isfinite(a.min()))
 
 
 def _check_loss_logits(S) -> None:
     """A₁X or the logits (A₁X)A₂ᵀ/d must be finite (the contract of :func:`_scores`)."""
-    if not np.isfinite(S).all():
+    if not _all_finite(S):
         raise AttnInputError(
             f"the logits {_logit_formula(_LOSS_NAMES)} overflow {S.dtype}: A1, X or A2 is too large"
         )
 
 
 def _check_values(h) -> None:
-    if not np.isfinite(h).all():
+    if not _all_finite(h):
         raise AttnInputError(f"the values A3 @ Y overflow {h.dtype}: A3 or Y is too large")
 
 
@@ -349,8 +470,10 @@ def attention_loss_grad(X, A1, A2, A3, Y, E):
     purpose, as a rescaling; its Theorem D.6, whose f has the 1/d, keeps their formula
     without it (our reading; finite differences confirm the 1/d).
 
-    Raises :class:`AttnInputError` for invalid arguments, and when finite inputs overflow
-    (the logits A₁XA₂ᵀ/d, the values A₃Y, or the gradient itself).
+    Raises :class:`AttnInputError` for invalid arguments, when finite inputs overflow (the
+    logits A₁XA₂ᵀ/d, the values A₃Y, or the gradient itself), and, before anything is
+    allocated, when its two n × m arrays and the products would exceed
+    :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
 
     Examples
     --------
@@ -363,23 +486,29 @@ def attention_loss_grad(X, A1, A2, A3, Y, E):
     >>> np.allclose(G, A1.T @ dQ, rtol=1e-12, atol=0)
     True
     """
-    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
+    X, A1, A2, A3, Y, E = check_loss_inputs(
+        X, A1, A2, A3, Y, E, what="attention_loss_grad", working=_loss_grad_parts
+    )
     d = A1.shape[1]
+    # Every n × m step in place: f and q are the only two n × m arrays (the guard's count).
     with np.errstate(over="ignore", invalid="ignore"):
-        S = (A1 @ X @ A2.T) / A1.dtype.type(d)
+        S = A1 @ X @ A2.T
+        S /= A1.dtype.type(d)
     _check_loss_logits(S)
     S -= S.max(axis=1, keepdims=True)  # the softmax is shift-invariant; this keeps exp finite
-    f = np.exp(S)
+    f = np.exp(S, out=S)
     f /= f.sum(axis=1, keepdims=True)
     with np.errstate(over="ignore", invalid="ignore"):
         h = A3 @ Y
     _check_values(h)
     with np.errstate(over="ignore", invalid="ignore"):
-        c = f @ h - E
-        q = c @ h.T
-        p1 = f * q
+        c = f @ h
+        c -= E
+        p = c @ h.T  # q, then p₁ = f ∘ q, then p = p₁ − diag(r) f
+        p *= f
         r = np.einsum("ij,ij->i", c, c + E)
-        p = p1 - r[:, None] * f
+        f *= r[:, None]
+        p -= f
         G = (A1.T @ p @ A2) / A1.dtype.type(d)
     if not np.isfinite(G).all():
         raise AttnInputError(

@@ -270,3 +270,150 @@ def test_inputs_are_never_modified(rng):
     al.attention_loss_grad(*args)
     for a, b in zip(args, before, strict=True):
         assert np.array_equal(a, b)
+
+
+# ------------------------------------------------------------------- the memory guards
+
+
+def _guarded_and_peak(monkeypatch, call):
+    """(the largest total the memory guards computed, the traced peak) of ``call()``: the
+    guards of the 2-D passes (exact.check_memory_parts), of the batched loops
+    (_heads.check_memory_parts) and of the loss functions' conversions
+    (_checks.check_memory_parts, through check_loss_inputs)."""
+    import tracemalloc
+
+    from attnlib import _checks, _heads, exact
+
+    totals, guard = [], _checks.check_memory_parts
+
+    def recording(what, parts, **kw):
+        totals.append(guard(what, parts, **kw))
+        return totals[-1]
+
+    for module in (exact, _heads, _checks):
+        monkeypatch.setattr(module, "check_memory_parts", recording)
+    call()  # warm: numpy's first calls allocate caches that are not the call's
+    totals.clear()
+    tracemalloc.start()
+    try:
+        call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return max(totals), peak
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["plain", "mask", "causal", "batched", "converted"])
+def test_memory_guards_bound_the_measured_peak(monkeypatch, rng, dtype, kind):
+    """The working memory each exact pass checks against the limit, before allocating, is an
+    upper bound of its tracemalloc peak, and not a loose one (within a factor 2)."""
+    n, m, d, dv = 700, 900, 8, 4
+    Q, K, V = (x.astype(dtype) for x in random_qkv(rng, n, m, d, dv))
+    dO = rng.standard_normal((n, dv)).astype(dtype)
+    kw = {}
+    if kind == "mask":
+        kw["mask"] = rng.random((n, m)) < 0.7
+    if kind == "causal":
+        kw["is_causal"] = True
+    if kind == "batched":
+        Q, K, V, dO = (x.reshape(2, 1, x.shape[0] // 2, x.shape[1]) for x in (Q, K, V, dO))
+    if kind == "converted":
+        Q = Q.astype(np.float32 if dtype == np.float64 else np.float64)
+    O, lse = al.attention_forward(Q, K, V, **kw)
+    calls = {
+        "forward": lambda: al.attention_forward(Q, K, V, **kw),
+        "backward": lambda: al.attention_backward(Q, K, V, O, dO, lse, **kw),
+    }
+    for name, call in calls.items():
+        guarded, measured = _guarded_and_peak(monkeypatch, call)
+        assert measured <= guarded <= 2 * measured, (name, measured, guarded)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_loss_memory_guards_bound_the_measured_peak(monkeypatch, rng, dtype):
+    args = tuple(a.astype(dtype) for a in loss_inputs(rng, 700, 8, m=900))
+    for f in (al.attention_loss, al.attention_loss_grad):
+        guarded, measured = _guarded_and_peak(monkeypatch, lambda f=f: f(*args))
+        assert measured <= guarded <= 2 * measured, (f.__name__, measured, guarded)
+
+
+def test_memory_guard_refuses_before_allocating_and_names_the_arguments():
+    import tracemalloc
+
+    tall = np.ones((40_000, 1))
+    tracemalloc.start()
+    try:
+        with pytest.raises(al.AttnInputError) as refused:
+            al.attention_forward(tall, tall, tall)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 16
+    assert str(refused.value) == (
+        "the exact forward pass would need 11.9 GiB of working memory, over the limit of "
+        "4 GiB, most of it for the n × m = 40000 × 40000 scores (11.9 GiB); Q or K is too large"
+    )
+    with pytest.raises(al.AttnInputError, match=r"; A1 or A2 is too large$"):
+        al.attention_loss_grad(np.eye(1), tall, tall, tall, np.eye(1), tall)
+
+
+def test_a_broadcast_query_block_is_computed_without_copies(rng):
+    """Zero-stride views are legal input: validated on their distinct entries, multiplied
+    without a copy, and the answer is the one-row answer repeated."""
+    Q, K, V = random_qkv(rng, 1, 9, 4, 3)
+    many = np.broadcast_to(Q, (200_000, 4))
+    O, lse = al.attention_forward(many, K, V)
+    O1, lse1 = al.attention_forward(Q, K, V)
+    assert np.allclose(O, O1, rtol=1e-14, atol=0) and np.allclose(lse, lse1, rtol=1e-14, atol=0)
+
+
+def test_in_place_passes_give_the_out_of_place_values(rng):
+    """The passes work in place to hold fewer n × m arrays; each value is the product of
+    the same operations, so the results equal those of plain numpy expressions bit for bit."""
+    Q, K, V = random_qkv(rng, 37, 41, 5, 3)
+    dO = rng.standard_normal((37, 3))
+    tau = 1 / math.sqrt(5)
+    S = (Q @ K.T) * tau
+    E = np.exp(S - S.max(axis=1)[:, None])
+    rs = E.sum(axis=1)
+    O_ref = (E / rs[:, None]) @ V
+    O, lse = al.attention_forward(Q, K, V)
+    assert np.array_equal(O, O_ref)
+    assert np.array_equal(lse, np.log(rs) + S.max(axis=1))
+    P = np.exp(S - lse[:, None])
+    D = np.einsum("ij,ij->i", dO, O)
+    dS = P * (dO @ V.T - D[:, None])
+    refs = ((dS @ K) * tau, (dS.T @ Q) * tau, P.T @ dO)
+    for got, ref in zip(al.attention_backward(Q, K, V, O, dO, lse), refs, strict=True):
+        assert np.array_equal(got, ref)
+    X, A1, A2, A3, Y, E_ = loss_inputs(rng, 37, 5, m=41)
+    S = (A1 @ X @ A2.T) / 5
+    S -= S.max(axis=1, keepdims=True)
+    f = np.exp(S)
+    f /= f.sum(axis=1, keepdims=True)
+    h = A3 @ Y
+    c = f @ h - E_
+    p = f * (c @ h.T) - np.einsum("ij,ij->i", c, c + E_)[:, None] * f
+    assert np.array_equal(al.attention_loss_grad(X, A1, A2, A3, Y, E_), (A1.T @ p @ A2) / 5)
+
+
+def test_the_causal_mask_guard_counts_np_tri_s_index_vectors():
+    """np.tri builds two index vectors besides the mask: at n = 1 they outweigh it 16 to 1,
+    so the guard of causal_mask (and of is_causal=True) counts them."""
+    import tracemalloc
+
+    from attnlib._heads import causal_mask_bytes
+    from attnlib.iomodel import causal_mask
+
+    for n, m in [(1, 200_000), (300, 400), (50_000, 1)]:
+        tracemalloc.start()
+        try:
+            mask = causal_mask(n, m)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert np.array_equal(mask, np.tri(n, m, dtype=bool))
+        assert peak <= causal_mask_bytes(n, m) <= 2 * peak + 2**17
+    with pytest.raises(al.AttnInputError, match=r"would need 36 GiB.*; n or m is too large$"):
+        causal_mask(1, 2**32)  # a 4 GiB mask, at the limit, and 32 GiB of int64 indices

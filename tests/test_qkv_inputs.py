@@ -48,6 +48,10 @@ def _nodes(a):
     return (4,)
 
 
+def _tol(a):
+    return (0.1,)
+
+
 # (function, its arguments after Q, K, V built from the qkv fixture, its keyword arguments)
 IMPLEMENTATIONS = [
     (al.attention_forward, _forward, {}),
@@ -71,6 +75,8 @@ IMPLEMENTATIONS = [
     (hd.riemann_from_gradient, _grad, {"nodes": 2}),
     (hd.norm_derivative_from_gradient, _lam_grad, {}),
     (hd.gauss_legendre_error_bound, _nodes, {}),
+    (hd.gauss_legendre_nodes_needed, _tol, {}),
+    (hd.attention_norm_squared, lambda a: (), {}),
 ]
 
 
@@ -143,20 +149,40 @@ def test_bad_qkv_is_refused_by_every_implementation(qkv, fn, extra, kwargs, arg,
 
 def test_every_implementation_calling_check_qkv_is_in_the_table():
     """Each public function of attnlib that validates with check_qkv or check_backward_inputs
-    runs against the table above."""
+    runs against the table above: those that call them, and those taking Q, K, V first
+    that reach them through private functions of their module."""
+    checks = {"check_qkv", "check_backward_inputs"}
     callers = set()
     for path in ROOT.rglob("*.py"):
         module = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
-                called = {
-                    c.func.id
-                    for c in ast.walk(node)
-                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                }
-                if called & {"check_qkv", "check_backward_inputs"}:
-                    callers.add(f"{module.removeprefix('attnlib.')}.{node.name}")
+        functions = {
+            node.name: node
+            for node in ast.parse(path.read_text(encoding="utf-8")).body
+            if isinstance(node, ast.FunctionDef)
+        }
+        calls = {
+            name: {
+                c.func.id
+                for c in ast.walk(node)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            }
+            for name, node in functions.items()
+        }
+        for name, node in functions.items():
+            if name.startswith("_"):
+                continue
+            reached, todo = set(), [name]
+            while todo:  # the module's private helpers it calls, transitively
+                for callee in calls.get(todo.pop(), ()):
+                    if callee not in reached:
+                        reached.add(callee)
+                        if callee.startswith("_") and callee in calls:
+                            todo.append(callee)
+            takes_qkv = [a.arg for a in node.args.args[:3]] == ["Q", "K", "V"]
+            if calls[name] & checks or (takes_qkv and reached & checks):
+                callers.add(f"{module.removeprefix('attnlib.')}.{name}")
     callers.discard("_checks.check_backward_inputs")
-    assert "exact.attention_backward" in callers and "fast.flash_forward" in callers
+    assert {"exact.attention_forward", "exact.attention_backward"} <= callers
+    assert "fast.flash_forward" in callers
     missing = callers - {_name(fn) for fn, _, _ in IMPLEMENTATIONS}
     assert not missing, f"implementations missing from IMPLEMENTATIONS: {sorted(missing)}"
