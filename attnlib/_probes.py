@@ -15,9 +15,10 @@ import time
 import numba as nb
 import numpy as np
 
-from ._checks import check_choice, check_int
+from ._checks import check_choice, check_float_dtype, check_int, check_memory_parts
 from ._exp import _exp_shifted
 from ._tiles import blas_on_calling_thread
+from .config import MAX_REPEATS
 
 
 def flop_count(n: int, m: int, d: int, dv: int | None = None, *, path: str = "tiled") -> dict:
@@ -104,15 +105,24 @@ def gemm_rates(tile: int = 64, large: int = 2048, *, repeats: int = 2000, dtype=
     Raises
     ------
     AttnInputError
-        if a size or ``repeats`` is not a positive integer, or ``dtype`` is not "float32" or
-        "float64".
+        if a size or ``repeats`` is not a positive integer (``repeats`` at most
+        :data:`attnlib.config.MAX_REPEATS`), ``dtype`` is not float32 or float64 (a name or a
+        numpy type), or the matrices would exceed :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
     """
     tile = check_int("tile", tile)
     large = check_int("large", large)
-    repeats = check_int("repeats", repeats)
-    dtype = check_choice("dtype", dtype, ("float32", "float64"))
+    repeats = check_int("repeats", repeats, maximum=MAX_REPEATS)
+    dtype = check_float_dtype("dtype", dtype)
+    size = dtype.itemsize
+    check_memory_parts(
+        "gemm_rates",
+        [
+            (3 * size * tile**2, "the three tile × tile matrices", "tile"),
+            (2 * size * large**2, "the large × large matrix and its product", "large"),
+        ],
+    )
     A, B, C = (np.ones((tile, tile), dtype) for _ in range(3))
-    X = np.random.default_rng(0).standard_normal((large, large)).astype(dtype)
+    X = np.random.default_rng(0).standard_normal((large, large), dtype=dtype)
     with blas_on_calling_thread():  # as the kernels call it
         tile_rate = 2 * tile**3 * repeats / _seconds(_tile_products, A, B, C, repeats)
     return tile_rate, 2 * large**3 / _seconds(np.matmul, X, X)
@@ -127,11 +137,15 @@ def exp_seconds(length: int = 4096, *, repeats: int = 2000) -> dict:
     Raises
     ------
     AttnInputError
-        if ``length`` or ``repeats`` is not a positive integer.
+        if ``length`` or ``repeats`` is not a positive integer (``repeats`` at most
+        :data:`attnlib.config.MAX_REPEATS`), or the two float32 vectors would exceed
+        :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
     """
     length = check_int("length", length)
-    repeats = check_int("repeats", repeats)
-    x = -np.random.default_rng(0).random(length).astype(np.float32) * 20
+    repeats = check_int("repeats", repeats, maximum=MAX_REPEATS)
+    check_memory_parts("exp_seconds", [(8 * length, "the arguments and results", "length")])
+    x = np.random.default_rng(0).random(length, dtype=np.float32)
+    x *= -20
     out = np.empty_like(x)
 
     def numpy_loop(x, out, repeats):

@@ -11,6 +11,7 @@ __all__ = [
     "RANGE_STEPS_PER_OCTAVE",
     "MEMORY_BUDGET_BYTES",
     "MAX_ALLOCATION_BYTES",
+    "MAX_REPEATS",
     "CHECK_POINTS",
     "SEARCH_POINTS",
     "DEGREE_MARGIN",
@@ -33,6 +34,10 @@ MEMORY_BUDGET_BYTES = 2**30
 #: The most working memory one call allocates unless told otherwise (4 GiB): larger requests
 #: are refused before anything is allocated. Functions with a ``memory_budget`` use that.
 MAX_ALLOCATION_BYTES = 2**32
+
+#: The most repeats (or rounds) a timing helper runs: 10⁹ calls of even a microsecond take a
+#: quarter of an hour, so a larger count (10**400, say) is a mistake that would never return.
+MAX_REPEATS = 10**9
 
 #: Grid size of the polynomial guarantee check on [−R, R] (odd, so 0 is a grid point).
 CHECK_POINTS = 100_001
