@@ -39,12 +39,14 @@ from dataclasses import dataclass
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
+import numpy as np
 
-from ._checks import AttnInputError, check_int
+from ._checks import AttnInputError, check_int, check_memory_parts
 
 __all__ = [
     "FRAME_COLORS",
     "FRAME_DPI",
+    "MAX_EXPONENT",
     "MAX_FRAMES",
     "GridControl",
     "LiveFigure",
@@ -65,6 +67,8 @@ FRAME_DPI = 66
 FRAME_COLORS = 32
 # More frames than this make a page too heavy to load.
 MAX_FRAMES = 200
+# The largest exponent of a log2_slider: 2**k is then still a finite float.
+MAX_EXPONENT = 1023
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -88,6 +92,11 @@ class GridControl:
     labels: tuple
     kind: str
 
+    def __post_init__(self):
+        if self.kind not in ("range", "select"):
+            raise AttnInputError(f"kind must be 'range' or 'select', got {self.kind!r:.60}")
+        _check_grid(self.description, self.values, self.value, self.labels, "values")
+
     @property
     def index(self) -> int:
         """The position of the starting value in ``values``."""
@@ -101,25 +110,74 @@ def _human(v) -> str:
     return str(v)
 
 
-def _grid(kind: str, description, values, value, labels) -> GridControl:
+def _scalar(name: str, v):
+    """A control value as the page stores it: a string, a bool, an int or a finite float
+    (numpy scalars become Python ones), so that JSON holds it exactly and the browser check
+    hands ``draw`` the same value."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None or isinstance(v, (str, bool, int)):
+        return v
+    if isinstance(v, float) and np.isfinite(v):
+        return v
+    raise AttnInputError(
+        f"{name} must be a string, a bool, an int or a finite float, got {v!r:.60}"
+    )
+
+
+def _sequence(name: str, seq) -> tuple:
+    """``seq`` as a tuple; a string (whose characters would become entries) is refused, and so
+    is a list longer than :data:`MAX_FRAMES` (a control that long can never be drawn)."""
+    if isinstance(seq, (str, bytes)):
+        raise AttnInputError(f"{name} must be a list, got {seq!r:.60}")
+    try:
+        length = len(seq)
+    except TypeError:
+        length = None
+    try:
+        items = tuple(itertools.islice(seq, MAX_FRAMES + 1)) if length is None else None
+    except TypeError:  # not iterable, or a 0-d array
+        raise AttnInputError(f"{name} must be a list, got {seq!r:.60}") from None
+    if items is not None:
+        length = len(items)
+    if length > MAX_FRAMES:
+        raise AttnInputError(
+            f"{name} must have at most MAX_FRAMES = {MAX_FRAMES} entries, got {length}"
+        )
+    return items if items is not None else tuple(seq)
+
+
+def _check_grid(description, values, value, labels, arg: str) -> None:
+    """The checks of a control's fields (``arg`` names the values: "values" or "options")."""
     if not isinstance(description, str) or not description.strip():
         raise AttnInputError(f"description must be a non-empty string, got {description!r:.60}")
-    try:
-        values = tuple(values)
-    except TypeError:
-        raise AttnInputError(f"values must be a list of values, got {values!r:.60}") from None
+    values = _sequence(arg, values)
     if not values:
-        raise AttnInputError(f"values of {description!r} must not be empty")
-    if len(set(map(repr, values))) != len(values):
-        raise AttnInputError(f"values of {description!r} must be distinct, got {values!r:.80}")
-    if value not in values:
-        raise AttnInputError(f"value {value!r} of {description!r} is not in its values")
-    labels = tuple(_human(v) for v in values) if labels is None else tuple(labels)
+        raise AttnInputError(f"{arg} of {description!r} must not be empty")
+    for k, v in enumerate(values):
+        if _scalar(f"{arg}[{k}]", v) is not v:
+            raise AttnInputError(f"{arg}[{k}] must be a Python scalar, got {type(v).__name__}")
+    # 1 and 1.0 (or True) are equal: one would stand for the other's frame
+    if len(set(values)) != len(values):
+        raise AttnInputError(
+            f"{arg} of {description!r} must be distinct (1, 1.0 and True are equal), "
+            f"got {values!r:.80}"
+        )
+    if _scalar("value", value) not in values:
+        raise AttnInputError(f"value {value!r:.60} of {description!r} is not in its {arg}")
+    labels = _sequence("labels", labels)
     if len(labels) != len(values) or not all(isinstance(t, str) and t for t in labels):
         raise AttnInputError(
             f"labels of {description!r} must be one non-empty string per value "
             f"({len(values)}), got {labels!r:.80}"
         )
+
+
+def _grid(kind: str, description, values, value, labels, arg: str) -> GridControl:
+    values = tuple(_scalar(f"{arg}[{k}]", v) for k, v in enumerate(_sequence(arg, values)))
+    value = _scalar("value", value)
+    labels = tuple(_human(v) for v in values) if labels is None else _sequence("labels", labels)
+    _check_grid(description, values, value, labels, arg)
     return GridControl(description, values, value, labels, kind)
 
 
@@ -129,22 +187,26 @@ def grid_slider(description: str, values, value, *, labels=None) -> GridControl:
     ``labels`` are the readouts, one string per value (default: ``f"{v:g}"`` for floats,
     ``str(v)`` otherwise), e.g. ``"2^10 = 1024"`` for the exponent 10.
 
+    Values are strings, bools, ints or finite floats (numpy scalars are converted), stored
+    exactly in the page.
+
     Raises :class:`attnlib.AttnInputError` if ``description`` is not a non-empty string,
-    ``values`` is empty or repeats a value, ``value`` is not among them, or ``labels`` is not
-    one non-empty string per value.
+    ``values`` is a string or empty, holds another kind of value or repeats one (``1`` and
+    ``1.0`` count as one), ``value`` is not among them, or ``labels`` is not one non-empty
+    string per value.
 
     >>> grid_slider("R", [0.5, 1.0, 2.0], 1.0).labels
     ('0.5', '1', '2')
     """
-    return _grid("range", description, values, value, labels)
+    return _grid("range", description, values, value, labels, "values")
 
 
 def choice(description: str, options, value, *, labels=None) -> GridControl:
     """A drop-down list over ``options`` (e.g. machine names), starting at ``value``.
 
-    Raises :class:`attnlib.AttnInputError` like :func:`grid_slider`.
+    Raises :class:`attnlib.AttnInputError` like :func:`grid_slider` (naming ``options``).
     """
-    return _grid("select", description, options, value, labels)
+    return _grid("select", description, options, value, labels, "options")
 
 
 def draw_spec(draw) -> str:
@@ -173,13 +235,15 @@ def resolve_draw(spec: str):
 
     Raises :class:`attnlib.AttnInputError` if the module or the name does not exist.
     """
-    module, _, qualname = str(spec).partition(":")
+    if not isinstance(spec, str):
+        raise AttnInputError(f"spec must be a string 'module:qualname', got {spec!r:.60}")
+    module, _, qualname = spec.partition(":")
     try:
         obj = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise AttnInputError(f"draw {spec!r} cannot be imported: {exc}") from None
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        raise AttnInputError(f"spec {spec!r:.80} cannot be imported: {exc}") from None
     return obj
 
 
@@ -189,11 +253,30 @@ def render_frame(draw, point: dict, *, dpi: int = FRAME_DPI, colors: int = FRAME
 
     The same call gives the same bytes for the same matplotlib and Pillow, which is how the
     browser check recomputes a frame shown on a page.
+
+    Raises :class:`attnlib.AttnInputError` if ``draw`` is not callable or does not return a
+    matplotlib Figure, ``point`` is not a dict of keywords, ``dpi`` is not a positive
+    integer, ``colors`` is not an integer from 2 to 256, or the image at that ``dpi`` would
+    exceed :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
     """
+    from matplotlib.figure import Figure
     from PIL import Image
 
+    if not callable(draw):
+        raise AttnInputError(f"draw must be callable like a figure builder, got {draw!r:.60}")
+    if not isinstance(point, dict) or not all(isinstance(k, str) for k in point):
+        raise AttnInputError(f"point must be a dict of keyword arguments, got {point!r:.60}")
+    dpi = check_int("dpi", dpi)
+    colors = check_int("colors", colors, minimum=2, maximum=256)
     fig = draw(**point)
+    if not isinstance(fig, Figure):
+        raise AttnInputError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
     try:
+        width, height = fig.get_size_inches()
+        # RGBA canvas, its PNG and the RGB and palette copies: 4 + 3 + 3 + 1 bytes a pixel at
+        # most (a tight box only crops); the canvas size is fixed by the figure, not the dpi
+        pixels = int(np.ceil(width * dpi)) * int(np.ceil(height * dpi))
+        check_memory_parts("render_frame", [(12 * pixels, f"the image at dpi={dpi}", "dpi")])
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     finally:
@@ -253,7 +336,8 @@ class LiveFigure:
     points, row-major over the controls) and ``frames`` (their PNG bytes).
     """
 
-    def __init__(self, draw, controls: dict, *, name: str, alt: str, fixed: dict):
+    def __init__(self, draw, controls: dict, *, name: str, alt: str, fixed: dict | None = None):
+        fixed = _check_live(draw, controls, name, alt, fixed)
         self.draw, self.spec = draw, draw_spec(draw)
         self.controls, self.name, self.alt, self.fixed = controls, name, alt, fixed
         grids = [c.values for c in controls.values()]
@@ -274,7 +358,9 @@ class LiveFigure:
         return self.points.index(self.default)
 
     def alt_text(self, index: int) -> str:
-        """The alt text of frame ``index``: what the figure shows, at which control values."""
+        """The alt text of frame ``index``: what the figure shows, at which control values.
+        Raises :class:`attnlib.AttnInputError` if ``index`` is not a frame's index."""
+        index = check_int("index", index, minimum=0, maximum=len(self.points) - 1)
         point, parts = self.points[index], []
         for key, c in self.controls.items():
             parts.append(f"{c.description} = {c.labels[c.values.index(point[key])]}")
@@ -370,16 +456,35 @@ def live_figure(draw, *, name: str, alt: str, fixed: dict | None = None, **contr
 
     Raises :class:`attnlib.AttnInputError` if ``draw`` is not an importable named function,
     ``name`` is not a slug of lower-case letters, digits and hyphens, ``alt`` is empty, there
-    is no control or a control is not a :class:`GridControl`, a fixed keyword is also a
-    control, or the grid has more than :data:`MAX_FRAMES` points.
+    is no control or a control is not a :class:`GridControl`, ``fixed`` is not a dict of
+    keywords whose values JSON stores exactly (strings, bools, ints, finite floats, and
+    lists and dicts of them), a fixed keyword is also a control, or the grid has more than
+    :data:`MAX_FRAMES` points.
     """
+    return LiveFigure(draw, controls, name=name, alt=alt, fixed=fixed)
+
+
+def _check_live(draw, controls, name, alt, fixed) -> dict:
+    """The checks of :func:`live_figure`; returns ``fixed`` as a dict."""
     draw_spec(draw)
     if not isinstance(name, str) or not _NAME.match(name):
         raise AttnInputError(f"name must be a slug like 'ch02-matmul-io', got {name!r:.60}")
     if not isinstance(alt, str) or not alt.strip():
         raise AttnInputError(f"alt must say what the figure shows, got {alt!r:.60}")
-    fixed = dict(fixed or {})
-    if not controls:
+    if fixed is None:
+        fixed = {}
+    if not isinstance(fixed, dict):
+        raise AttnInputError(f"fixed must be a dict of keywords, got {fixed!r:.60}")
+    for key, v in fixed.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise AttnInputError(f"fixed must have keyword names as keys, got {key!r:.60}")
+        try:  # stored in the page for the browser check, which calls draw with them
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError):
+            raise AttnInputError(
+                f"fixed[{key!r}] must be a value JSON stores exactly, got {v!r:.60}"
+            ) from None
+    if not isinstance(controls, dict) or not controls:
         raise AttnInputError("live_figure needs at least one control")
     for key, c in controls.items():
         if not isinstance(c, GridControl):
@@ -395,7 +500,7 @@ def live_figure(draw, *, name: str, alt: str, fixed: dict | None = None, **contr
         raise AttnInputError(
             f"the grid of controls has {n} points, more than MAX_FRAMES = {MAX_FRAMES} frames"
         )
-    return LiveFigure(draw, controls, name=name, alt=alt, fixed=fixed)
+    return dict(fixed)
 
 
 def log2_slider(description: str, lo: int, hi: int, value: int) -> W.IntSlider:
@@ -406,12 +511,13 @@ def log2_slider(description: str, lo: int, hi: int, value: int) -> W.IntSlider:
     (``"log₂ M"``). The slider updates only when released.
 
     Raises :class:`attnlib.AttnInputError` if ``description`` is not a string or lo, hi and
-    value are not integers with 0 ≤ lo ≤ value ≤ hi.
+    value are not integers with 0 ≤ lo ≤ value ≤ hi ≤ :data:`MAX_EXPONENT` (2**hi is then a
+    finite float).
     """
     if not isinstance(description, str):
-        raise AttnInputError(f"description must be a string, got {description!r}")
-    lo = check_int("lo", lo, minimum=0)
-    hi = check_int("hi", hi, minimum=lo)
+        raise AttnInputError(f"description must be a string, got {description!r:.60}")
+    lo = check_int("lo", lo, minimum=0, maximum=MAX_EXPONENT)
+    hi = check_int("hi", hi, minimum=lo, maximum=MAX_EXPONENT)
     value = check_int("value", value, minimum=lo, maximum=hi)
     return W.IntSlider(
         value=value,

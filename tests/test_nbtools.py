@@ -111,3 +111,127 @@ def test_listing_collapses_long_sources_and_keeps_the_plain_code():
     assert html.startswith('<details class="book-listing"><summary>attnlib.nbtools.source:')
     assert "The source code of fn" in html and "(" in html
     assert nbt.listing(_documented, summary="the helper").summary == "the helper"
+
+
+def test_round_up_to_grid_never_rounds_below_R():
+    """The rounded logarithm can land a step low (an ulp below R) or high; the result is the
+    least grid value >= R, whatever the steps per octave."""
+    from attnlib.logits import round_up_to_grid
+
+    for steps in (1, 3, 7, 16, 1000, 12345, 2**20):
+        for j in range(-900, 900, 37):
+            grid_point = 2.0 ** (j / steps)
+            for R in (grid_point, math.nextafter(grid_point, 0), math.nextafter(grid_point, 9)):
+                up = round_up_to_grid(R, steps)
+                assert up >= R
+                # at most one step up, to the rounding of 2 ** (k / steps) itself
+                assert up <= R * 2 ** (1 / steps) * (1 + 1e-13)
+    assert round_up_to_grid(3.966866922953173, 1000) >= 3.966866922953173
+    with pytest.raises(AttnInputError, match=r"^R=1\.79e\+308 rounded up .* beyond the float"):
+        round_up_to_grid(1.79e308)
+    assert round_up_to_grid(1.7e308) <= np.finfo(np.float64).max
+
+
+def test_max_row_norm_of_a_broadcast_view_reads_one_row():
+    from attnlib.logits import max_row_norm
+
+    assert max_row_norm(np.broadcast_to(np.array([3.0, -4.0]), (10**9, 2))) == 5.0
+
+
+def test_rel_err_does_not_overflow_in_the_difference():
+    assert nbt.rel_err([1e308], [-1e308]) == 2.0
+    assert nbt.rel_err(np.float32([3e38, 1.0]), np.float32([-3e38, 1.0])) == 2.0
+    assert nbt.rel_err([1e308], [1e-300]) == math.inf  # the true ratio is beyond the floats
+    assert nbt.rel_err(np.float32([1.1]), np.float32([1.0])) == float(
+        np.float64(np.float32(1.1)) - 1.0
+    )  # the difference is taken in float64
+
+
+def test_markdown_table_escapes_pipes_and_refuses_what_would_break_it():
+    text = nbt.markdown_table(["|x|", "y"], [("a|b", 1)])
+    assert text.splitlines() == [r"| \|x\| | y |", "|---|---|", r"| a\|b | 1 |"]
+    for header, rows, name in [
+        ("ab", [(1, 2)], "header"),
+        (["a"], "x", "rows"),
+        (["a"], [np.array(1.0)], "rows[0]"),
+        (["a"], [["x\ny"]], "rows[0][0]"),
+        (["a\r"], [], "header[0]"),
+        (["a"], 5, "rows"),
+    ]:
+        with pytest.raises(AttnInputError, match=rf"^{re_escape(name)} must be"):
+            nbt.markdown_table(header, rows)
+    # rows may be any iterable of sequences, a generator included
+    assert nbt.markdown_table(["n"], ((k,) for k in range(2))).endswith("| 1 |")
+
+
+def re_escape(name: str) -> str:
+    import re
+
+    return re.escape(name)
+
+
+def test_central_difference_refuses_what_would_give_a_wrong_gradient():
+    assert nbt.central_difference(lambda x: float(x @ x), [1.0, 2.0]) == pytest.approx([2, 4])
+    assert nbt.central_difference(lambda x: np.array((x**2).sum()), 3.0) == pytest.approx(6)
+    for f, x, h, name in [
+        (None, [1.0], 1e-6, "f"),
+        (lambda x: math.nan, [1.0], 1e-6, "f"),
+        (lambda x: x, [1.0, 2.0], 1e-6, "f"),
+        (np.sum, [1e20], 1e-6, "h"),  # x + h == x: the gradient came out 0
+        (np.sum, [1e308], 1e308, "h"),  # x + h overflows
+        (lambda x: 1.7e308 * float(np.sign(x[0])), [0.0], 1e-6, "f's values"),
+    ]:
+        with pytest.raises(AttnInputError, match=rf"{re_escape(name)}\b"):
+            nbt.central_difference(f, x, h)
+
+
+def test_claims_about_numbers_refuse_what_is_not_a_measurement():
+    with pytest.raises(AssertionError, match="nan is not below"):
+        nbt.below(math.nan, 1e-13)  # the claim is false, not the argument
+    with pytest.raises(AttnInputError, match=r"^value must be a real number"):
+        nbt.below(10**400, 1e-13)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(AttnInputError, match=r"^value must be a finite real number"):
+            nbt.error_text(bad)
+    with pytest.raises(AttnInputError, match=r"^value rounded to 3 significant digits overflows"):
+        nbt.significant(1.7976931348623157e308)
+    assert nbt.significant(1.7e308, 3) == 1.7e308
+    with pytest.raises(AttnInputError, match=r"^digits must be an integer <= 15"):
+        nbt.significant(1.0, np.int64(16))
+
+
+def test_fits_need_distinct_and_increasing_x():
+    with pytest.raises(AttnInputError, match=r"^x must hold at least two distinct values"):
+        nbt.loglog_slope([2.0, 2.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(AttnInputError, match=r"^x must be strictly increasing"):
+        nbt.loglog_crossover([4.0, 1.0], [16.0, 1.0], [4.0, 4.0])
+    with pytest.raises(AttnInputError, match=r"^y must be positive"):
+        nbt.loglog_slope([1.0, 2.0], [1.0, 0.0])
+    assert nbt.loglog_slope([2.0, 2.0, 4.0], [1.0, 1.0, 8.0]) == pytest.approx(3.0)
+
+
+def test_timing_counts_have_limits_and_name_the_argument():
+    with pytest.raises(AttnInputError, match=r"^min_repeats=100 must be at most max_repeats=50"):
+        nbt.median_time(abs, 1, min_repeats=100)
+    with pytest.raises(AttnInputError, match=r"^min_total must be"):
+        nbt.median_time(abs, 1, min_total="")
+    assert nbt.median_time(abs, 1, min_total=0) >= 0
+    with pytest.raises(AttnInputError, match=r"^min_seconds must be .* <= 3600"):
+        nbt.round_robin_times({"a": (abs, (1,))}, min_seconds=1e300)
+    with pytest.raises(AttnInputError, match=r"^rounds must be an integer <= 1000000000"):
+        nbt.round_robin_times({"a": (abs, (1,))}, rounds=10**400)
+    with pytest.raises(AttnInputError, match=r"^machine_rates would need .*; n is too large"):
+        nbt.machine_rates(n=10**6)
+    assert nbt.machine_rates(8, 64, 1, dtype=np.float32)[0] > 0
+
+
+def test_source_flags_are_bools_and_one_line_docstrings_stay():
+    with pytest.raises(AttnInputError, match=r"^docstring must be a bool"):
+        nbt.source(_documented, docstring="no")
+    assert nbt.source(_one_line, docstring=False) == nbt.source(_one_line)
+
+
+# fmt: off
+def _one_line(x):
+    """Kept: it shares its line with code."""; return x  # noqa: E702
+# fmt: on

@@ -204,3 +204,94 @@ def test_live_figure_rejects_bad_grids():
         widgets.live_figure(draw_line, name="Bad Name", alt="x", k=k)
     with pytest.raises(AttnInputError, match="alt"):
         widgets.live_figure(draw_line, name="x", alt=" ", k=k)
+
+
+def test_a_grid_too_large_together_is_refused_by_live_figure():
+    k = widgets.grid_slider("k", range(15), 0)
+    j = widgets.grid_slider("j", range(15), 0)
+    with pytest.raises(AttnInputError, match=r"225 points, more than MAX_FRAMES = 200"):
+        widgets.live_figure(draw_line, name="x", alt="x", k=k, j=j)
+
+
+def test_control_values_are_the_scalars_the_page_stores():
+    c = widgets.grid_slider("k", np.arange(3), np.int64(1))
+    assert c.values == (0, 1, 2) and all(type(v) is int for v in c.values)
+    assert c.value == 1 and type(c.value) is int and c.index == 1
+    assert widgets.choice("m", ("a", "b"), np.str_("b")).index == 1
+    for values, value, match in [
+        ([1, 1.0], 1, r"^values of 'k' must be distinct \(1, 1\.0 and True are equal\)"),
+        ([True, 1], 1, r"^values of 'k' must be distinct"),
+        ([np.array([1, 2])], 1, r"^values\[0\] must be a string, a bool, an int or a finite"),
+        ([float("nan"), 1.0], 1.0, r"^values\[0\] must be"),
+        ([(1, 2)], (1, 2), r"^values\[0\] must be"),
+        ("abc", "a", r"^values must be a list"),
+        (np.array(1.0), 1.0, r"^values must be a list"),
+        ([1, 2], np.array([1]), r"^value must be"),
+    ]:
+        with pytest.raises(AttnInputError, match=match):
+            widgets.grid_slider("k", values, value)
+    with pytest.raises(AttnInputError, match=r"^labels must be a list"):
+        widgets.grid_slider("k", [1, 2, 3], 1, labels="abc")
+
+
+def test_choice_names_its_options_and_grid_control_checks_itself():
+    with pytest.raises(AttnInputError, match=r"^options of 'm' must not be empty"):
+        widgets.choice("m", [], "a")
+    with pytest.raises(AttnInputError, match=r"is not in its options$"):
+        widgets.choice("m", ["a"], "b")
+    with pytest.raises(AttnInputError, match=r"^value 5 of 'k' is not in its values$"):
+        widgets.GridControl("k", (1, 2), 5, ("1", "2"), "range")
+    with pytest.raises(AttnInputError, match=r"^kind must be 'range' or 'select'"):
+        widgets.GridControl("k", (1, 2), 1, ("1", "2"), "slider")
+    with pytest.raises(AttnInputError, match=r"^values\[0\] must be a Python scalar"):
+        widgets.GridControl("k", (np.int64(1),), 1, ("1",), "range")
+
+
+def test_render_frame_checks_its_arguments_before_drawing():
+    point = {"k": 2}
+    for kw, match in [
+        ({"dpi": 0}, r"^dpi must be an integer >= 1"),
+        ({"colors": 1}, r"^colors must be an integer >= 2"),
+        ({"colors": 257}, r"^colors must be an integer <= 256"),
+        ({"dpi": 10**5}, r"^render_frame would need .*; dpi is too large$"),
+    ]:
+        with pytest.raises(AttnInputError, match=match):
+            widgets.render_frame(draw_line, point, **kw)
+    with pytest.raises(AttnInputError, match=r"^point must be a dict of keyword arguments"):
+        widgets.render_frame(draw_line, [2])
+    with pytest.raises(AttnInputError, match=r"^draw must be callable"):
+        widgets.render_frame(None, point)
+    with pytest.raises(AttnInputError, match=r"^draw must return a matplotlib Figure, got int"):
+        widgets.render_frame(lambda k: k, point)
+    assert plt.get_fignums() == []  # a refused frame leaves no figure open
+    png = widgets.render_frame(draw_line, point, dpi=20, colors=2)
+    assert Image.open(io.BytesIO(png)).mode == "P"
+
+
+def test_live_figure_keeps_only_what_the_page_can_store():
+    k = widgets.grid_slider("k", [1, 2], 1)
+    with pytest.raises(AttnInputError, match=r"^fixed\['scale'\] must be a value JSON stores"):
+        widgets.live_figure(draw_line, name="x", alt="x", fixed={"scale": np.int64(2)}, k=k)
+    with pytest.raises(AttnInputError, match=r"^fixed\['scale'\] must be a value JSON stores"):
+        widgets.live_figure(draw_line, name="x", alt="x", fixed={"scale": float("nan")}, k=k)
+    with pytest.raises(AttnInputError, match=r"^fixed must be a dict of keywords"):
+        widgets.live_figure(draw_line, name="x", alt="x", fixed=[("scale", 2)], k=k)
+    with pytest.raises(AttnInputError, match=r"^fixed must have keyword names as keys"):
+        widgets.live_figure(draw_line, name="x", alt="x", fixed={"not a name": 2}, k=k)
+
+
+def test_alt_text_takes_a_frame_index():
+    fig = widgets.live_figure(draw_line, name="x", alt="a line", k=widgets.grid_slider("k", [1], 1))
+    assert fig.alt_text(0) == "a line, for k = 1"
+    for bad in (-1, 1, 0.0, True):
+        with pytest.raises(AttnInputError, match=r"^index must be an integer"):
+            fig.alt_text(bad)
+
+
+def test_exponent_sliders_stay_in_the_float_range_and_specs_are_named():
+    assert widgets.log2_slider("k", 0, widgets.MAX_EXPONENT, 3).max == 1023
+    with pytest.raises(AttnInputError, match=r"^hi must be an integer <= 1023, got ~10\^400$"):
+        widgets.log2_slider("k", 0, 10**400, 3)
+    for spec in (None, ".x:y", "no_such_module:f", 3):
+        with pytest.raises(AttnInputError, match=r"^spec "):
+            widgets.resolve_draw(spec)
