@@ -15,7 +15,7 @@ import numpy as np
 from ._checks import AttnInputError, as_float_array, check_cols, check_int, check_positive_real
 from .config import RANGE_STEPS_PER_OCTAVE
 
-__all__ = ["max_row_norm", "logit_range", "round_up_to_grid"]
+__all__ = ["max_row_norm", "logit_range", "round_up_to_grid", "MAX_STEPS_PER_OCTAVE"]
 
 #: Rows per block of :func:`max_row_norm`, so that its float64 temporaries stay small.
 _BLOCK_WORDS = 1 << 16
@@ -34,7 +34,10 @@ def max_row_norm(X) -> float:
     1e+300
     """
     X = as_float_array("X", X)
-    top = float(np.abs(X).max()) if X.size else 0.0
+    if X.strides[0] == 0:  # a broadcast row: one row holds every norm
+        X = X[:1]
+    # max and min need no temporary of X's size, unlike np.abs(X).max()
+    top = max(float(X.max()), -float(X.min()))
     if top == 0:
         return 0.0
     rows = max(1, _BLOCK_WORDS // X.shape[1])
@@ -76,8 +79,13 @@ def round_up_to_grid(R, steps_per_octave: int = RANGE_STEPS_PER_OCTAVE) -> float
     most 2^(1/steps_per_octave) times R, whose polynomial can be cached and shared by nearby
     inputs. ``steps_per_octave=0`` returns R unchanged.
 
-    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number or
-    ``steps_per_octave`` is not an integer ≥ 0.
+    The result is the least grid value, as floats compute it, that is >= R (so "at most
+    2^(1/steps_per_octave) times R" holds to the rounding of 2^(k/steps_per_octave)): the
+    rounded logarithm alone can land one step low (an ulp below R) or high.
+
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number,
+    ``steps_per_octave`` is not an integer from 0 to :data:`MAX_STEPS_PER_OCTAVE`, or R
+    rounded up is beyond the float range.
 
     Examples
     --------
@@ -85,10 +93,29 @@ def round_up_to_grid(R, steps_per_octave: int = RANGE_STEPS_PER_OCTAVE) -> float
     (4.0, 4.0, 3.0)
     """
     R = check_positive_real("R", R)
-    steps = check_int("steps_per_octave", steps_per_octave, minimum=0)
+    steps = check_int("steps_per_octave", steps_per_octave, minimum=0, maximum=MAX_STEPS_PER_OCTAVE)
     if steps == 0:
         return R
-    return 2.0 ** (math.ceil(steps * math.log2(R)) / steps)
+
+    def grid(k: int) -> float:
+        try:
+            return 2.0 ** (k / steps)
+        except OverflowError:
+            raise AttnInputError(
+                f"R={R!r} rounded up to the grid 2^(k/{steps}) is beyond the float range"
+            ) from None
+
+    k = math.ceil(steps * math.log2(R))
+    while grid(k) < R:
+        k += 1
+    while grid(k - 1) >= R:
+        k -= 1
+    return grid(k)
+
+
+#: The finest grid of :func:`round_up_to_grid`: its steps (a factor 1 + 6.6e-7) stay far above
+#: the rounding of k / steps_per_octave.
+MAX_STEPS_PER_OCTAVE = 2**20
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
