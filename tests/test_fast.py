@@ -563,7 +563,7 @@ def test_timing_probes_return_rates_and_seconds():
     assert all(0 < t < 1e-3 for t in per_element.values())
     for call, message in [
         (lambda: fast.gemm_rates(0), r"tile must be an integer >= 1"),
-        (lambda: fast.gemm_rates(dtype="float16"), r"dtype must be one of"),
+        (lambda: fast.gemm_rates(dtype="float16"), r"dtype must be 'float32' or 'float64'"),
         (lambda: fast.exp_seconds(repeats=0), r"repeats must be an integer >= 1"),
     ]:
         with pytest.raises(AttnInputError, match=message):
