@@ -51,9 +51,11 @@ from ._checks import (
     check_cols,
     check_loss_inputs,
     check_mask,
+    check_memory_parts,
     check_positive_real,
     check_qkv,
     check_scale,
+    conversion_parts,
     float_dtype,
     is_batched,
 )
@@ -279,6 +281,28 @@ def _keep(mask, is_causal, n: int, m: int):
     return _frozen(mask), True, is_causal
 
 
+def _refuse_oversized(what: str, arrays: dict, dtype, heads: int) -> None:
+    """Refuse, before anything is copied or allocated, a kernel call whose working memory
+    would exceed :data:`attnlib.config.MAX_ALLOCATION_BYTES`: the inputs ({name: array},
+    Q, K, V first, a mask or None among them) converted to ``dtype`` or made contiguous
+    (a broadcast view becomes a full array), and ``heads`` times :func:`extra_memory_bytes`
+    with the scratch of every numba thread (the outputs, blocked transposes, copies of dQ)."""
+    dtype = np.dtype(dtype)
+    Q, K, V = arrays["Q"], arrays["K"], arrays["V"]
+    floats = {k: a for k, a in arrays.items() if a is not None and k != "mask"}
+    parts = conversion_parts(dtype, floats)
+    parts += [
+        (a.size * a.itemsize, f"a contiguous copy of {name}", name)
+        for name, a in arrays.items()
+        if a is not None and a.dtype in (dtype, np.bool_) and not a.flags.c_contiguous
+    ]
+    n, m, d, dv = Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]
+    threads = nb.get_num_threads()
+    kernel = extra_memory_bytes(n, m, d, dv, dtype=dtype.name, threads=threads) * heads
+    parts.append((kernel, "the kernels' outputs, blocked transposes and scratch", "Q, K or V"))
+    check_memory_parts(what, parts)
+
+
 def _logits_bounded(Q: np.ndarray, K: np.ndarray, scale: float) -> bool:
     """Whether Cauchy–Schwarz alone shows that no logit τ·q_i·k_j, nor q_i·k_j, overflows the
     dtype, for every row q_i of Q and k_j of K (arrays of any number of dimensions, rows
@@ -412,14 +436,16 @@ def flash_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa
     check_bool("enable_gqa", enable_gqa)
     Q, K, V = check_qkv(Q, K, V)
     tau = check_scale(scale, Q.shape[1])
-    dtype = float_dtype(Q, K, V)
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
     return _forward(Q, K, V, tau, mask, is_causal)
 
 
 def _forward(Q, K, V, tau, mask, is_causal):
-    """The forward kernel on validated 2-D arrays of one float dtype: one head."""
-    Q, K, V = (_frozen(x) for x in (Q, K, V))
+    """The forward kernel on validated 2-D float arrays (converted to their common dtype
+    here): one head."""
+    mask = check_mask(mask, Q.shape[0], K.shape[0])
+    dtype = float_dtype(Q, K, V)
+    _refuse_oversized("flash_forward", dict(Q=Q, K=K, V=V, mask=mask), dtype, 1)
+    Q, K, V = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V))
     keep = _keep(mask, is_causal, Q.shape[0], K.shape[0])
     _refuse_overflow(Q, K, tau)
     O, lse = _run_forward_kernel(Q[None], K[None], V[None], tau, *keep, 1)
@@ -431,6 +457,7 @@ def _forward_all_heads(Q, K, V, tau, is_causal, g):
     Q (heads, n, d), K (heads // g, m, d), V (heads // g, m, d_v), no mask. None when the
     logits' overflow check needs each head's own products (the caller then goes head by
     head)."""
+    _refuse_oversized("flash_forward", dict(Q=Q, K=K, V=V), Q.dtype, Q.shape[0])
     Q, K, V = (_frozen(x) for x in (Q, K, V))
     if not _logits_bounded(Q, K, tau):
         return None
@@ -463,6 +490,8 @@ def _backward_all_heads(Q, K, V, O, dO, lse, tau, is_causal, g):
     """The backward kernel on every head at once (arrays as in :func:`_forward_all_heads`,
     O, dO (heads, n, d_v) and lse (heads, n)); None as there. Needs (G - 1) extra copies of
     the whole dQ, as :func:`flash_backward` needs of one head's."""
+    arrays = dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse)
+    _refuse_oversized("flash_backward", arrays, Q.dtype, Q.shape[0])
     Q, K, V, O, dO, lse = (_frozen(x) for x in (Q, K, V, O, dO, lse))
     if not _logits_bounded(Q, K, tau):
         return None
@@ -562,14 +591,17 @@ def flash_backward(
     check_bool("enable_gqa", enable_gqa)
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     tau = check_scale(scale, Q.shape[1])
-    dtype = float_dtype(Q, K, V, O, dO, lse)
-    arrays = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
-    return _backward(*arrays, tau, mask, is_causal)
+    return _backward(Q, K, V, O, dO, lse, tau, mask, is_causal)
 
 
 def _backward(Q, K, V, O, dO, lse, tau, mask, is_causal):
-    """The backward kernel on validated 2-D arrays of one float dtype: one head."""
-    Q, K, V, O, dO, lse = (_frozen(x) for x in (Q, K, V, O, dO, lse))
+    """The backward kernel on validated 2-D float arrays (converted to their common dtype
+    here): one head."""
+    mask = check_mask(mask, Q.shape[0], K.shape[0])
+    dtype = float_dtype(Q, K, V, O, dO, lse)
+    arrays = dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse, mask=mask)
+    _refuse_oversized("flash_backward", arrays, dtype, 1)
+    Q, K, V, O, dO, lse = (_frozen(x.astype(dtype, copy=False)) for x in (Q, K, V, O, dO, lse))
     keep = _keep(mask, is_causal, Q.shape[0], K.shape[0])
     _refuse_overflow(Q, K, tau)
     arrays = (x[None] for x in (Q, K, V, O, dO, lse))
