@@ -142,6 +142,109 @@ def test_gradient_errors_exact_is_zero_and_polynomial_small(rng):
     assert 0 < errs[1] < errs[0] < 1e-2
 
 
+def test_gradient_errors_refuses_a_reference_of_another_stack_x_or_g(rng):
+    """A reference is the exact pass of one (stack, X, G): any other is refused, naming it,
+    before the approximate pass runs (an X of another n used to escape as numpy's
+    broadcast error, and one of the same shape gave wrong errors)."""
+    stack = dp.random_stack(2, 8, 2, seed=0)
+    X, G = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+    ref = dp.exact_reference(stack, X, G)
+    assert isinstance(ref, tuple) and len(ref) == 3  # still the (dX, grads, hidden) tuple
+    calls = {
+        "an input of another shape": lambda: dp.gradient_errors(
+            stack, X[:3], G[:3], dp.EXACT, reference=ref
+        ),
+        "a different X": lambda: dp.gradient_errors(stack, X * 2, G, dp.EXACT, reference=ref),
+        "a different G": lambda: dp.gradient_errors(stack, X, G * 2, dp.EXACT, reference=ref),
+        "another stack": lambda: dp.gradient_errors(
+            dp.random_stack(2, 8, 2, seed=1), X, G, dp.EXACT, reference=ref
+        ),
+    }
+    for what, call in calls.items():
+        with pytest.raises(AttnInputError, match=f"reference was computed for {what}"):
+            call()
+    # the same weights reached through another stack object (truncated shares the layers)
+    same = dp.random_stack(3, 8, 2, seed=0).truncated(2)
+    assert dp.gradient_errors(stack, X, G, dp.exact_kernel(), reference=ref).input == 0.0
+    ref2 = dp.exact_reference(same, X, G)
+    assert dp.gradient_errors(same, X, G, dp.exact_kernel(), reference=ref2).params == 0.0
+
+
+def test_backward_is_exactly_scale_equivariant(rng):
+    """The backward pass runs on dY scaled to entries below 1 and scales back by a power of
+    2: the same bits as before for ordinary dY, and finite answers near the float range."""
+    stack = dp.random_stack(2, 8, 2, seed=4, ffn=True)
+    X, G = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+    caches = stack.forward(X)[1]
+    dX, grads = stack.backward(caches, G)
+    for k in (300, -300):
+        dXk, gradsk = stack.backward(caches, np.ldexp(G, k))
+        assert np.array_equal(dXk, np.ldexp(dX, k))
+        assert all(
+            np.array_equal(gk[name], np.ldexp(g[name], k))
+            for g, gk in zip(grads, gradsk, strict=True)
+            for name in g
+        )
+    with pytest.raises(AttnInputError, match="overflow float64: dY is too large"):
+        stack.backward(caches, np.full_like(G, 1e308))
+    with pytest.raises(AttnInputError, match="G is too large"):
+        stack.loss_and_grads(X, np.full_like(G, 1e308))
+
+
+def test_layer_norm_of_rows_beyond_the_squares_range(rng):
+    """x̂ = (u − mean)/√(var + ε) does not depend on u's scale; rows whose squares overflow are
+    normalised after an exact scaling (they used to come out as 0, the bias alone)."""
+    from attnlib.models.stack import layer_norm
+
+    u = rng.normal(size=(3, 16))
+    g, b = rng.normal(size=16), rng.normal(size=16)
+    y, (xhat, inv) = layer_norm(u, g, b, 1e-300)
+    big = np.vstack([u[:1], np.ldexp(u[1:], 800)])  # rows 1, 2 beyond 2^500
+    y_big, (xhat_big, inv_big) = layer_norm(big, g, b, 1e-300)
+    assert np.array_equal(xhat_big[0], xhat[0]) and np.allclose(xhat_big, xhat, rtol=1e-14)
+    assert np.allclose(y_big, y, rtol=1e-13) and np.allclose(np.ldexp(inv_big[1:], 800), inv[1:])
+
+
+def test_caches_must_come_from_this_stack(rng):
+    X, G = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+    stack = dp.random_stack(2, 8, 2, seed=0)
+    with pytest.raises(AttnInputError, match=r"caches\[0\] does not fit this stack"):
+        stack.backward(dp.random_stack(2, 8, 4, seed=0).forward(X)[1], G)
+    with pytest.raises(AttnInputError, match=r"caches\[0\] comes from a stack with an FFN"):
+        stack.backward(dp.random_stack(2, 8, 2, seed=0, ffn=True).forward(X)[1], G)
+    with pytest.raises(AttnInputError, match=r"layer 0 of the stack \(kernel 'exact'\)"):
+        stack.forward(X * 1e160)
+
+
+def test_kernels_check_their_inputs_and_their_functions_outputs(rng):
+    Q, K, V, dO = (rng.normal(size=s) for s in ((4, 3), (5, 3), (5, 2), (4, 2)))
+    poly = functools.partial(pm.exp_poly, eps=1e-3)
+    for kern in (dp.dense_polynomial_kernel(poly), dp.observed_range_kernel(poly)):
+        with pytest.raises(AttnInputError, match="V must have m=5 rows like K"):
+            kern.forward(Q, K, V[:3], 0.5)
+        with pytest.raises(AttnInputError, match="dO must have shape"):
+            kern.backward(Q, K, V, dO[:2], 0.5)
+        with pytest.raises(AttnInputError, match="Q, K or scale is too large"):
+            kern.forward(Q * 1e200, K * 1e200, V, 0.5)
+    with pytest.raises(AttnInputError, match="poly_for_range must return a callable"):
+        dp.dense_polynomial_kernel(lambda R: 3).forward(Q, K, V, 0.5)
+    with pytest.raises(AttnInputError, match="forward must be callable"):
+        dp.AttentionKernel("k", 1, len)
+    with pytest.raises(AttnInputError, match="name must be a non-empty string"):
+        dp.dense_polynomial_kernel(poly, name="")
+    bad = dp.kernel_from_functions("k", lambda Q, K, V, scale: Q, lambda *a, scale: (1, 2))
+    with pytest.raises(AttnInputError, match="forward_fn must return shape"):
+        bad.forward(Q, K, V, 0.5)
+    with pytest.raises(AttnInputError, match="backward_fn must return a tuple"):
+        bad.backward(Q, K, V, dO, 0.5)
+
+
+def test_classify_growth_of_float32_errors():
+    errors = np.array([1e-30, 1.0, 1e30], np.float32)  # ratios beyond float32, not float64
+    growth = dp.classify_growth(errors)
+    assert growth.kind == "geometric" and abs(growth.factor / 1e30 - 1) < 1e-6
+
+
 def test_with_fallback_counts_refusals(rng):
     def refuse(Q, K, V, *, scale):
         raise AttnInputError("logit range out of reach")

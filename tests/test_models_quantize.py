@@ -43,3 +43,14 @@ def test_clipping_at_a_quantile_caps_the_entries_there(rng):
 def test_int8_round_bad_input(X, q, match):
     with pytest.raises(AttnInputError, match=match):
         int8_round(X, q)
+
+
+def test_subnormal_steps_round_without_nan():
+    """c/127 below the smallest normal float loses its digits (or is 0): the step is taken in
+    the other order there, where X/s gave NaN."""
+    X = np.array([5e-324, -5e-324, 0.0])
+    assert np.array_equal(int8_round(X), X)
+    Xh = int8_round(np.array([1e-310, 3e-311]))
+    assert np.isfinite(Xh).all() and Xh[0] == 1e-310
+    f32 = int8_round(np.array([1e-44, -1e-45], np.float32))
+    assert f32.dtype == np.float32 and np.isfinite(f32).all() and f32[0] == np.float32(1e-44)

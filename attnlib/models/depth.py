@@ -13,6 +13,7 @@ importable from here too.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from .._checks import (
     AttnInputError,
     as_float_array,
     as_real_array,
+    check_memory,
     check_positive_real,
     check_shape,
 )
@@ -65,25 +67,89 @@ def _flat(grads) -> np.ndarray:
 
 
 def _rel(a, b) -> float:
+    """‖a − b‖₂ / ‖b‖₂ (‖a‖₂ if b = 0). Both are first scaled by the same power of 2, which is
+    exact, so that the norms of gradients with entries near the float range do not overflow."""
+    top = max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+    e = math.frexp(top)[1] if 0 < top < math.inf else 0
+    a, b = np.ldexp(a, -e), np.ldexp(b, -e)
     nb = float(np.linalg.norm(b))
-    return float(np.linalg.norm(a - b)) / nb if nb > 0 else float(np.linalg.norm(a))
+    if nb > 0:
+        return float(np.linalg.norm(a - b)) / nb
+    return math.ldexp(float(np.linalg.norm(a)), e)
 
 
-def _check_reference(reference, stack) -> None:
-    """``reference`` must be an :func:`exact_reference` result: (dX, grads, hidden)."""
+class _Reference(tuple):
+    """What :func:`exact_reference` returns: the tuple (dX, grads, hidden), which also keeps
+    the stack's layers and a digest of the X it was computed for, so that
+    :func:`gradient_errors` can refuse a reference computed for another stack or input."""
+
+    layers = None  # the stack's layer dicts (shared, never copied)
+    x_digest = None  # _digest of the validated X
+
+
+def _digest(X: np.ndarray) -> bytes:
+    """A fingerprint of a validated float64 input: its shape and the bytes of its values."""
+    h = hashlib.blake2b(repr(X.shape).encode(), digest_size=16)
+    h.update(np.ascontiguousarray(X).tobytes())
+    return h.digest()
+
+
+def _check_reference(reference, stack, X, G) -> None:
+    """``reference`` must be the :func:`exact_reference` result for this stack, X and G:
+    (dX, grads, hidden) with dX and every hidden[l] of X's shape (n, D), one gradient dict per
+    layer with the layer's keys and shapes, and hidden[L] = G. A result of
+    :func:`exact_reference` is also matched against the stack's layers and X's values."""
+    X = stack.check_input(X)
+    G = as_float_array("G", G)
+    check_shape("G", G, X.shape, "(n, D) like X")
+    L = stack.n_layers
     ok = (
         isinstance(reference, tuple)
         and len(reference) == 3
         and isinstance(reference[0], np.ndarray)
         and isinstance(reference[1], list)
-        and len(reference[1]) == stack.n_layers
+        and len(reference[1]) == L
+        and all(isinstance(g, dict) for g in reference[1])
         and isinstance(reference[2], list)
-        and len(reference[2]) == stack.n_layers + 1
+        and len(reference[2]) == L + 1
+        and all(isinstance(h, np.ndarray) for h in reference[2])
     )
     if not ok:
         raise AttnInputError(
             "reference must be the (dX, grads, hidden) tuple returned by exact_reference, got "
             f"{type(reference).__name__}"
+        )
+    dX, grads, hidden = reference
+    shapes = {dX.shape} | {h.shape for h in hidden}
+    if shapes != {X.shape}:
+        raise AttnInputError(
+            f"reference was computed for an input of another shape ({sorted(shapes)}), this X "
+            f"is {X.shape}: pass exact_reference(stack, X, G) of this X and G"
+        )
+    for i, (g, w) in enumerate(zip(grads, stack.layers, strict=True)):
+        if set(g) != set(w) or any(getattr(g[k], "shape", None) != w[k].shape for k in w):
+            raise AttnInputError(
+                f"reference was computed for another stack: its gradients of layer {i} do not "
+                "match this stack's weights; pass exact_reference(stack, X, G) of this stack"
+            )
+    layers = getattr(reference, "layers", None)
+    if layers is not None and (
+        len(layers) != L or any(a is not b for a, b in zip(layers, stack.layers, strict=False))
+    ):
+        raise AttnInputError(
+            "reference was computed for another stack (other weights); pass "
+            "exact_reference(stack, X, G) of this stack"
+        )
+    digest = getattr(reference, "x_digest", None)
+    if digest is not None and digest != _digest(X):
+        raise AttnInputError(
+            "reference was computed for a different X (of the same shape); pass "
+            "exact_reference(stack, X, G) of this X"
+        )
+    if not np.array_equal(hidden[L], G):  # hidden[L] is ∂loss/∂Y = G itself
+        raise AttnInputError(
+            "reference was computed for a different G (of the same shape); pass "
+            "exact_reference(stack, X, G) of this G"
         )
 
 
@@ -91,7 +157,8 @@ def exact_reference(stack: AttentionStack, X, G):
     """The exact pass that :func:`gradient_errors` compares against: (dX, grads, hidden).
 
     Compute it once and pass it as ``reference=`` to compare several kernels on the same
-    (stack, X, G) without recomputing it.
+    (stack, X, G) without recomputing it. The tuple remembers the stack and the X it was
+    computed for, and :func:`gradient_errors` refuses it for any other stack, X or G.
 
     Raises :class:`attnlib.AttnInputError` if ``stack`` is not an AttentionStack or X, G are
     not finite (n, D) arrays of the same shape.
@@ -101,7 +168,10 @@ def exact_reference(stack: AttentionStack, X, G):
     X = stack.check_input(X)
     G = as_float_array("G", G)
     check_shape("G", G, X.shape, "(n, D) like X")
-    return stack.backward(stack.forward(X, EXACT)[1], G, EXACT, return_hidden=True)
+    out = _Reference(stack.backward(stack.forward(X, EXACT)[1], G, EXACT, return_hidden=True))
+    out.layers = tuple(stack.layers)
+    out.x_digest = _digest(X)
+    return out
 
 
 def gradient_errors(
@@ -113,8 +183,8 @@ def gradient_errors(
     ``reference`` may be a precomputed :func:`exact_reference` for the same (stack, X, G).
 
     Raises :class:`attnlib.AttnInputError` on a bad stack, X or G (see
-    :func:`exact_reference`), a ``reference`` that is not an :func:`exact_reference` result,
-    or a ``kernel`` that is not an AttentionKernel.
+    :func:`exact_reference`), a ``reference`` that is not the :func:`exact_reference` result
+    of this stack, X and G, or a ``kernel`` that is not an AttentionKernel.
 
     Examples
     --------
@@ -128,7 +198,7 @@ def gradient_errors(
     """
     if reference is None:
         reference = exact_reference(stack, X, G)
-    _check_reference(reference, stack)
+    _check_reference(reference, stack, X, G)
     check_kernel(kernel)
     X = stack.check_input(X)
     G = as_float_array("G", G)
@@ -191,7 +261,11 @@ def classify_growth(errors, *, flat_within: float = 2.0) -> Growth:
     >>> classify_growth([1e-6, 2e-6, 3e-6, 4e-6]).kind, classify_growth([1, 10, 100]).kind
     ('linear', 'geometric')
     """
+    # float64 whatever the input's dtype: the ratios of float32 errors overflow float32 sooner
     e = as_real_array("errors", errors, ndim=1)
+    # e and log e, and the two least-squares fits' (L, 2) matrices and their temporaries
+    check_memory("classify_growth's fits", 96 * e.size, culprits="errors")
+    e = e.astype(np.float64, copy=False)
     if e.size < 3 or (e <= 0).any():
         raise AttnInputError(f"errors must hold at least 3 positive numbers, got {e.tolist()}")
     flat_within = check_positive_real("flat_within", flat_within)

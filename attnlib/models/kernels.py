@@ -17,12 +17,21 @@ The module imports only the core: approximate kernels are passed in by the calle
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int
+from .._checks import (
+    AttnInputError,
+    as_float_array,
+    check_int,
+    check_memory,
+    check_positive_real,
+    check_qkv,
+    check_shape,
+)
 from ..config import RANGE_STEPS_PER_OCTAVE
 from ..exact import attention_backward, attention_forward
 from ..logits import logit_range, round_up_to_grid
@@ -48,12 +57,26 @@ class AttentionKernel:
     ``forward(Q, K, V, scale) -> O`` and ``backward(Q, K, V, dO, scale) -> (dQ, dK, dV)``,
     Q (n, d), K (m, d), V (m, d_v), dO (n, d_v). ``stats`` counts calls (and fallbacks for
     :func:`with_fallback`); :meth:`reset` clears it.
+
+    Raises :class:`attnlib.AttnInputError` if ``name`` is not a non-empty string, ``forward``
+    or ``backward`` is not callable, or ``stats`` is not a dict.
     """
 
     name: str
     forward: Callable
     backward: Callable
     stats: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise AttnInputError(f"name must be a non-empty string, got {self.name!r:.60}")
+        for which in ("forward", "backward"):
+            if not callable(getattr(self, which)):
+                raise AttnInputError(
+                    f"{which} must be callable, got {type(getattr(self, which)).__name__}"
+                )
+        if not isinstance(self.stats, dict):
+            raise AttnInputError(f"stats must be a dict, got {type(self.stats).__name__}")
 
     def reset(self) -> None:
         """Clear the call statistics."""
@@ -106,7 +129,8 @@ def kernel_from_functions(name: str, forward_fn, backward_fn, **kwargs) -> Atten
     pm.approx_attention_backward, eps=1e-3)``.
 
     Raises :class:`attnlib.AttnInputError` if ``name`` is not a non-empty string or either
-    function is not callable.
+    function is not callable; the kernel's functions raise it if ``forward_fn`` does not
+    return a finite (n, d_v) float array or ``backward_fn`` three of the shapes of Q, K, V.
     """
     if not isinstance(name, str) or not name:
         raise AttnInputError(f"name must be a non-empty string, got {name!r}")
@@ -114,13 +138,31 @@ def kernel_from_functions(name: str, forward_fn, backward_fn, **kwargs) -> Atten
         raise AttnInputError("forward_fn and backward_fn must be callable")
 
     def fwd(Q, K, V, scale):
-        return forward_fn(Q, K, V, scale=scale, **kwargs)
+        O = forward_fn(Q, K, V, scale=scale, **kwargs)
+        return _checked_output("forward_fn", O, (np.shape(Q)[0], np.shape(V)[1]))
 
     def bwd(Q, K, V, dO, scale):
         out = backward_fn(Q, K, V, dO, scale=scale, **kwargs)
-        return tuple(out[:3])
+        if not isinstance(out, (tuple, list)) or len(out) < 3:
+            raise AttnInputError(
+                f"backward_fn must return a tuple (dQ, dK, dV, ...), got {out!r:.60}"
+            )
+        shapes = (np.shape(Q), np.shape(K), np.shape(V))
+        return tuple(
+            _checked_output(f"backward_fn's {w}", g, sh)
+            for w, g, sh in zip(("dQ", "dK", "dV"), out[:3], shapes, strict=True)
+        )
 
     return AttentionKernel(name, fwd, bwd)
+
+
+def _checked_output(who: str, A, shape) -> np.ndarray:
+    """A kernel function's result: a finite float array of the expected shape (``who`` names
+    the function, or its output)."""
+    arr = as_float_array(who, A, ndim=len(shape))
+    if arr.shape != tuple(shape):
+        raise AttnInputError(f"{who} must return shape {tuple(shape)}, got {arr.shape}")
+    return arr
 
 
 def _kernel_from_probabilities(name: str, probabilities) -> AttentionKernel:
@@ -131,10 +173,11 @@ def _kernel_from_probabilities(name: str, probabilities) -> AttentionKernel:
     """
 
     def fwd(Q, K, V, scale):
-        return probabilities(Q, K, scale) @ np.asarray(V, dtype=np.float64)
+        Q, K, V, _, scale = _dense_inputs(Q, K, V, None, scale)
+        return probabilities(Q, K, scale) @ V
 
     def bwd(Q, K, V, dO, scale):
-        Q, K, V, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, dO))
+        Q, K, V, dO, scale = _dense_inputs(Q, K, V, dO, scale)
         P = probabilities(Q, K, scale)
         D = np.einsum("ij,ij->i", dO, P @ V)
         dS = P * (dO @ V.T - D[:, None])
@@ -143,21 +186,58 @@ def _kernel_from_probabilities(name: str, probabilities) -> AttentionKernel:
     return AttentionKernel(name, fwd, bwd)
 
 
+def _dense_inputs(Q, K, V, dO, scale):
+    """Q (n, d), K (m, d), V (m, d_v), dO (n, d_v) (if given) as float64, and the scale;
+    refused before the n×m arrays (the logits, their polynomial, P, and in the backward pass
+    dO Vᵀ and dS) would exceed the allocation limit."""
+    Q, K, V = check_qkv(Q, K, V)
+    if dO is not None:
+        dO = as_float_array("dO", dO)
+        check_shape("dO", dO, (Q.shape[0], V.shape[1]), "(n, d_v)")
+    scale = check_positive_real("scale", scale)
+    check_memory(
+        "the dense kernel's n×m arrays", 8 * 5 * Q.shape[0] * K.shape[0], culprits="Q or K"
+    )
+    as64 = (None if a is None else a.astype(np.float64, copy=False) for a in (Q, K, V, dO))
+    return (*as64, scale)
+
+
 def _polynomial_kernel(name, poly_for_range, per_octave, range_of):
     """The kernel of :func:`dense_polynomial_kernel` with the logit range ``range_of(Q, K,
     scale, S)`` (S = τQKᵀ), rounded up to the grid; the polynomials are cached by range."""
     if not callable(poly_for_range):
         raise AttnInputError("poly_for_range must be a callable R -> polynomial")
-    per_octave = check_int("per_octave", per_octave, minimum=0)
+    # the grid index ⌈per_octave·log₂R⌉ (|log₂R| ≤ 1024) stays an exact float below 2^31
+    per_octave = check_int("per_octave", per_octave, minimum=0, maximum=1 << 20)
     cache: dict[float, object] = {}
 
     def probabilities(Q, K, scale):
-        S = scale * (np.asarray(Q, dtype=np.float64) @ np.asarray(K, dtype=np.float64).T)
-        R = round_up_to_grid(max(range_of(Q, K, scale, S), _MIN_RANGE), per_octave)
+        with np.errstate(over="ignore", invalid="ignore"):
+            S = scale * (Q @ K.T)
+            R = range_of(Q, K, scale, S)
+        if not (np.isfinite(S).all() and math.isfinite(R)):
+            raise AttnInputError(
+                "the logits scale * Q @ K.T overflow float64: Q, K or scale is too large"
+            )
+        R = round_up_to_grid(max(R, _MIN_RANGE), per_octave)
         if R not in cache:
-            cache[R] = poly_for_range(R)
-        A = cache[R](S)
-        return A / A.sum(axis=1, keepdims=True)
+            poly = poly_for_range(R)
+            if not callable(poly):
+                raise AttnInputError(
+                    f"poly_for_range must return a callable polynomial, got {poly!r:.60} "
+                    f"for R={R:g}"
+                )
+            cache[R] = poly
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            A = np.asarray(cache[R](S), dtype=np.float64)
+            P = A / A.sum(axis=1, keepdims=True)
+        if P.shape != S.shape or not np.isfinite(P).all():
+            raise AttnInputError(
+                f"poly_for_range(R={R:g})'s polynomial gives weights that are not finite on "
+                "these logits (a row sum of 0 or an overflow): it must approximate exp on "
+                "[-R, R]"
+            )
+        return P
 
     kernel = _kernel_from_probabilities(name, probabilities)
     kernel.ranges = cache
@@ -250,7 +330,6 @@ def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = N
         raise AttnInputError(
             f"fallback must be an AttentionKernel or None, got {type(fallback).__name__}"
         )
-    kernel = AttentionKernel(f"{primary.name}, else {fallback.name}", None, None)
 
     def run(which, *args):
         kernel._count(f"{which} calls")
@@ -260,6 +339,9 @@ def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = N
             kernel._count(f"{which} fallbacks")
             return getattr(fallback, which)(*args)
 
-    kernel.forward = lambda Q, K, V, scale: run("forward", Q, K, V, scale)
-    kernel.backward = lambda Q, K, V, dO, scale: run("backward", Q, K, V, dO, scale)
+    kernel = AttentionKernel(
+        f"{primary.name}, else {fallback.name}",
+        lambda Q, K, V, scale: run("forward", Q, K, V, scale),
+        lambda Q, K, V, dO, scale: run("backward", Q, K, V, dO, scale),
+    )
     return kernel

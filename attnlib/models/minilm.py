@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, check_int, check_memory
 from .corpus import corpus_chunks, load_corpus
 from .stack import AttentionStack, gelu, gelu_derivative, layer_norm
 
@@ -327,7 +327,10 @@ class MiniLM:
         or more tokens per sequence than the position table holds.
         """
         ids = self._check_ids(input_ids)
-        n = ids.shape[1]
+        b, n = ids.shape
+        # the float64 (b, n, D) sum of three tables and LayerNorm's temporaries of its size
+        D = self.config.hidden
+        check_memory("MiniLM.embed's (b, n, D) embeddings", 8 * 5 * b * n * D, culprits="input_ids")
         w = self._w
         x = (
             self._word[ids].astype(np.float64)
@@ -338,7 +341,10 @@ class MiniLM:
         return layer_norm(x, g, b, self.config.ln_eps)[0]
 
     def _check_ids(self, input_ids) -> np.ndarray:
-        ids = np.asarray(input_ids)
+        try:
+            ids = np.asarray(input_ids)
+        except Exception:  # ragged lists and the like
+            ids = np.asarray(None)
         if ids.dtype.kind not in "iu":
             raise AttnInputError(f"input_ids must be an integer array, got dtype {ids.dtype}")
         if ids.ndim == 1:
@@ -361,7 +367,10 @@ class MiniLM:
     def _check_mask(attention_mask, b: int, n: int) -> np.ndarray:
         if attention_mask is None:
             return np.ones((b, n), dtype=bool)
-        mask = np.asarray(attention_mask)
+        try:
+            mask = np.asarray(attention_mask)
+        except Exception:  # ragged lists and the like
+            mask = np.asarray(None)
         if mask.ndim == 1:
             mask = mask[None]
         if mask.dtype != np.bool_ or mask.shape != (b, n):
@@ -394,6 +403,12 @@ class MiniLM:
         mask = self._check_mask(attention_mask, b, n)
         cfg = self.config
         L, H, d = cfg.n_layers, cfg.n_heads, cfg.d_head
+        # hidden (L + 1, b, n, D), Q, K, V (L, b, H, n, d) and the embeddings (b, n, D)
+        check_memory(
+            "MiniLM.run's hidden states and heads",
+            8 * (L + 1 + 3 * L + 5) * b * n * cfg.hidden,
+            culprits="input_ids",
+        )
         hidden = np.empty((L + 1, b, n, cfg.hidden))
         Qs, Ks, Vs = (np.empty((L, b, H, n, d)) for _ in range(3))
         x = self.embed(ids)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_real
+from .._checks import as_float_array, check_memory, check_real
 
 __all__ = ["int8_round"]
 
@@ -21,8 +21,8 @@ def int8_round(X, clip_quantile: float = 1.0) -> np.ndarray:
     ``clip_quantile`` quantile of |X| (the usual calibration: entries beyond ±c are clipped to
     ±c). An X with c = 0 rounds to zeros.
 
-    Raises :class:`attnlib.AttnInputError` if X is not a finite float array or
-    ``clip_quantile`` is not in (0, 1].
+    Raises :class:`attnlib.AttnInputError` if X is not a finite float array,
+    ``clip_quantile`` is not in (0, 1], or its copies would not fit in memory.
 
     Examples
     --------
@@ -40,8 +40,13 @@ def int8_round(X, clip_quantile: float = 1.0) -> np.ndarray:
         open_minimum=True,
         expected="a real number in (0, 1]",
     )
+    # |X| (and the quantile's partitioned copy), then X/s, its rounding and the result
+    check_memory("int8_round's copies of X", 4 * X.size * X.itemsize, culprits="X")
     c = np.abs(X).max() if q >= 1 else np.quantile(np.abs(X), q)
     if c == 0:
         return np.zeros_like(X)
     s = c / 127.0
-    return np.clip(np.round(X / s), -127, 127) * s
+    if s >= np.finfo(X.dtype).tiny:
+        return np.clip(np.round(X / s), -127, 127) * s
+    # A subnormal step loses its digits (or is 0): scale by 127/c and back in the other order.
+    return (np.clip(np.round(X * 127.0 / c), -127, 127) * c / 127.0).astype(X.dtype, copy=False)

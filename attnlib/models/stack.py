@@ -28,11 +28,17 @@ from .._checks import (
     check_int,
     check_memory,
     check_positive_real,
+    check_real,
     check_shape,
+    describe_int,
+    max_abs,
 )
 from .kernels import EXACT, AttentionKernel, check_kernel
 
 __all__ = ["AttentionStack", "random_stack", "gelu", "gelu_derivative"]
+
+#: random_stack's largest weight_scale: weights of this size keep every logit finite.
+_MAX_WEIGHT_SCALE = 1e100
 
 _LAYER_KEYS = ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "ln1_g", "ln1_b")
 _FFN_KEYS = ("W1", "b1", "W2", "b2", "ln2_g", "ln2_b")
@@ -70,12 +76,30 @@ def gelu_derivative(x) -> np.ndarray:
 
 
 def layer_norm(u, g, b, eps):
-    """LayerNorm over the last axis: (x̂ ∘ g + b, cache) with x̂ = (u − mean) / √(var + ε)."""
-    mu = u.mean(axis=-1, keepdims=True)
-    xc = u - mu
-    inv = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    """LayerNorm over the last axis: (x̂ ∘ g + b, cache) with x̂ = (u − mean) / √(var + ε).
+
+    A row with entries of 2^500 or more is scaled by an exact power of 2, 2^-e, first (with ε
+    scaled by 4^-e), since x̂ does not change and the squares of the row would overflow;
+    ``inv`` = 1/√(var + ε) is then scaled back. Other rows are computed as written.
+    """
+    top = np.abs(u).max(axis=-1, keepdims=True)
+    if not (top >= _LN_SCALE_FROM).any():
+        mu = u.mean(axis=-1, keepdims=True)
+        xc = u - mu
+        inv = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+        xhat = xc * inv
+        return xhat * g + b, (xhat, inv)
+    e = np.where(top >= _LN_SCALE_FROM, np.frexp(top)[1], 0)
+    us = np.ldexp(u, -e)
+    xc = us - us.mean(axis=-1, keepdims=True)
+    inv = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + np.ldexp(eps, -2 * e))
     xhat = xc * inv
-    return xhat * g + b, (xhat, inv)
+    return xhat * g + b, (xhat, np.ldexp(inv, -e))
+
+
+#: Rows of layer_norm with entries from this size up are scaled first (their D squares could
+#: overflow: 2^1000·D stays below 2^1024 for D < 2^24).
+_LN_SCALE_FROM = 2.0**500
 
 
 def _layer_norm_backward(dy, g, cache):
@@ -125,7 +149,9 @@ class AttentionStack:
             raise AttnInputError("layers[0] must be a dict with keys Wq, bq, Wk, ...")
         D = as_float_array("layers[0]['Wq']", first["Wq"]).shape[0]
         if D % self.n_heads:
-            raise AttnInputError(f"n_heads must divide the model width D={D}, got {n_heads}")
+            raise AttnInputError(
+                f"n_heads must divide the model width D={D}, got {describe_int(self.n_heads)}"
+            )
         self.ffn = "W1" in first
         keys = _LAYER_KEYS + (_FFN_KEYS if self.ffn else ())
         F = as_float_array("layers[0]['W1']", first["W1"]).shape[1] if self.ffn else 0
@@ -183,7 +209,10 @@ class AttentionStack:
     def _check_key_mask(self, key_mask, n: int):
         if key_mask is None:
             return None
-        keep = np.asarray(key_mask)
+        try:
+            keep = np.asarray(key_mask)
+        except Exception:  # ragged lists and the like
+            keep = np.asarray(None)
         if keep.dtype != np.bool_ or keep.shape != (n,):
             raise AttnInputError(
                 f"key_mask must be a boolean array of shape (n,) = ({n},), got dtype "
@@ -218,16 +247,22 @@ class AttentionStack:
         layer l's input ``"x"`` and its heads' ``"Q"``, ``"K"``, ``"V"``, each (H, n, d).
 
         Raises :class:`attnlib.AttnInputError` if X is not a finite (n, D) float array,
-        ``kernel`` is not an AttentionKernel, or ``key_mask`` is not a boolean (n,) array
-        keeping at least one key.
+        ``kernel`` is not an AttentionKernel, ``key_mask`` is not a boolean (n,) array
+        keeping at least one key, or a layer's kernel refuses its heads (for an X so large
+        that the logits overflow, say), naming the layer.
         """
         X = self.check_input(X)
         check_kernel(kernel)
         keep = self._check_key_mask(key_mask, X.shape[0])
         caches = []
         x = X
-        for w in self.layers:
-            x, c = self._layer_forward(x, w, kernel, keep)
+        for i, w in enumerate(self.layers):
+            try:
+                x, c = self._layer_forward(x, w, kernel, keep)
+            except AttnInputError as exc:  # the kernel's (or a layer's) refusal, in context
+                raise AttnInputError(
+                    f"layer {i} of the stack (kernel {kernel.name!r}) cannot run on this X: {exc}"
+                ) from None
             caches.append(c)
         return x, caches
 
@@ -274,22 +309,45 @@ class AttentionStack:
         (``hidden[0]`` = dX, ``hidden[L]`` = dY).
 
         Raises :class:`attnlib.AttnInputError` if ``caches`` is not what :meth:`forward`
-        returned, dY is not a finite (n, D) array, or ``kernel`` is not an AttentionKernel.
+        returned, dY is not a finite (n, D) array, ``kernel`` is not an AttentionKernel, a
+        layer's kernel refuses its heads, or the gradients overflow.
         """
         check_kernel(kernel)
         n = self._check_caches(caches)
         dY = as_float_array("dY", dY)
         check_shape("dY", dY, (n, self.D), "(n, D) like the stack's output")
         check_bool("return_hidden", return_hidden)
+        return self._backward(caches, dY, kernel, return_hidden, "dY")
+
+    def _backward(self, caches, dY, kernel, return_hidden, name):
+        """:meth:`backward` on validated arguments; ``name`` is the caller's name for dY.
+
+        The pass is linear in dY, so it runs on dY·2^-e, with entries below 1, and every
+        result is scaled back by 2^e: scaling by a power of 2 is exact, so the results are
+        the same bits, but no intermediate overflows for a dY near the float range. A result
+        beyond the float range is refused."""
+        e = math.frexp(max_abs(dY))[1]
         grads = [None] * len(self.layers)
-        g = dY.astype(np.float64, copy=True)
-        hidden = [g]
+        g = np.ldexp(dY.astype(np.float64), -e)
+        hidden = [dY.astype(np.float64, copy=True)]
         for i in reversed(range(len(self.layers))):
-            g, grads[i] = self._layer_backward(g, self.layers[i], caches[i], kernel)
-            hidden.append(g)
+            try:
+                g, gw = self._layer_backward(g, self.layers[i], caches[i], kernel)
+            except AttnInputError as exc:  # the kernel's refusal, in context
+                raise AttnInputError(
+                    f"layer {i} of the stack (kernel {kernel.name!r}) cannot back-propagate "
+                    f"this {name}: {exc}"
+                ) from None
+            with np.errstate(over="ignore"):
+                grads[i] = {k: np.ldexp(v, e) for k, v in gw.items()}
+                hidden.append(np.ldexp(g, e))
+            if not all(np.isfinite(v).all() for v in (hidden[-1], *grads[i].values())):
+                raise AttnInputError(
+                    f"the gradients of layer {i} overflow float64: {name} is too large"
+                )
         if return_hidden:
-            return g, grads, hidden[::-1]
-        return g, grads
+            return hidden[-1], grads, hidden[::-1]
+        return hidden[-1], grads
 
     def _check_caches(self, caches) -> int:
         """``caches`` must be what :meth:`forward` returned: one dict per layer. Returns n."""
@@ -308,20 +366,41 @@ class AttentionStack:
         x = caches[0]["x"]
         if not isinstance(x, np.ndarray) or x.ndim != 2 or x.shape[1] != self.D:
             raise AttnInputError("caches[0] must be a layer cache returned by forward")
-        return x.shape[0]
+        n = x.shape[0]
+        heads = (self.n_heads, n, self.d_head)
+        for i, c in enumerate(caches):
+            if ("ln2" in c) != self.ffn:
+                block = "an FFN block" if "ln2" in c else "no FFN block"
+                raise AttnInputError(
+                    f"caches[{i}] comes from a stack with {block}, unlike this one: pass the "
+                    "caches of this stack's forward"
+                )
+            shapes = [np.shape(c[k]) for k in ("Q", "K", "V")]
+            if np.shape(c["x"]) != (n, self.D) or any(sh != heads for sh in shapes):
+                raise AttnInputError(
+                    f"caches[{i}] does not fit this stack: its x must be (n, D) = "
+                    f"{(n, self.D)} and its Q, K, V (H, n, d) = {heads}, got "
+                    f"{np.shape(c['x'])} and {shapes}"
+                )
+        return n
 
     def loss_and_grads(self, X, G, kernel: AttentionKernel = EXACT):
         """loss = ⟨stack(X), G⟩ and its gradients (dX, grads), both passes with ``kernel``.
 
-        Raises :class:`attnlib.AttnInputError` if X or G is not a finite (n, D) array or
-        ``kernel`` is not an AttentionKernel.
+        Raises :class:`attnlib.AttnInputError` if X or G is not a finite (n, D) array,
+        ``kernel`` is not an AttentionKernel, or as :meth:`forward` and :meth:`backward` do
+        (the loss overflowing included).
         """
         X = self.check_input(X)
         G = as_float_array("G", G)
         check_shape("G", G, X.shape, "(n, D) like X")
         Y, caches = self.forward(X, kernel)
-        dX, grads = self.backward(caches, G, kernel)
-        return float(np.sum(Y * G)), dX, grads
+        dX, grads = self._backward(caches, G, kernel, False, "G")
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = float(np.sum(Y * G))
+        if not math.isfinite(loss):
+            raise AttnInputError("the loss ⟨stack(X), G⟩ overflows float64: G is too large")
+        return loss, dX, grads
 
 
 def random_stack(
@@ -341,7 +420,8 @@ def random_stack(
     has width 4D. With weight_scale = 1, LN'd inputs give logits of order 1.
 
     Raises :class:`attnlib.AttnInputError` on a size, seed or flag of the wrong type or range
-    (L at most 64), or weights that would take more than the allocation limit.
+    (L at most 64, weight_scale at most 1e100), or weights that would take more than the
+    allocation limit.
 
     Examples
     --------
@@ -354,7 +434,15 @@ def random_stack(
     n_heads = check_int("n_heads", n_heads)
     seed = check_int("seed", seed, minimum=0)
     ffn = check_bool("ffn", ffn)
-    s = check_positive_real("weight_scale", weight_scale)
+    # Weights of 1e100 give logits of about 1e200·D from LayerNorm'd inputs: still finite.
+    s = check_real(
+        "weight_scale",
+        weight_scale,
+        minimum=0.0,
+        maximum=_MAX_WEIGHT_SCALE,
+        open_minimum=True,
+        expected=f"a positive real number at most {_MAX_WEIGHT_SCALE:g}",
+    )
     # float64 weights: 4D² + 6D per layer, + 8D² + 9D with the FFN, twice while the stack
     # converts them
     per_layer = 4 * D * D + 6 * D + (8 * D * D + 9 * D if ffn else 0)
