@@ -272,3 +272,41 @@ def test_zero_inputs_are_handled(rng):
     O, plan = pm.approx_attention(Q, K, V, eps=1e-3, return_plan=True)
     assert plan.degree == 0 and plan.rank == 1
     assert np.allclose(O, V.mean(axis=0), atol=1e-14)  # uniform softmax, exactly
+
+
+def test_values_near_the_float_range_are_scaled_exactly(rng):
+    """V and dO are scaled by powers of 2 before the factor products: the same bits for
+    ordinary inputs (Õ is linear in V, dQ and dK bilinear in (V, dO)), and finite answers for
+    V of 1e308, whose products with the factors used to overflow to inf and NaN."""
+    Q, K = rng.uniform(-1, 1, (7, 4)), rng.uniform(-1, 1, (6, 4))
+    V, dO = rng.standard_normal((6, 3)), rng.standard_normal((7, 3))
+    O = pm.approx_attention(Q, K, V, eps=1e-4)
+    grads = pm.approx_attention_backward(Q, K, V, dO, eps=1e-4)
+    for a, b in ((200, -200), (-300, 250)):
+        assert np.array_equal(pm.approx_attention(Q, K, np.ldexp(V, a), eps=1e-4), np.ldexp(O, a))
+        scaled = pm.approx_attention_backward(Q, K, np.ldexp(V, a), np.ldexp(dO, b), eps=1e-4)
+        for got, want, e in zip(scaled, grads, (a + b, a + b, b), strict=True):
+            assert np.array_equal(got, np.ldexp(want, e))
+    big = np.full((6, 3), 1e308)
+    assert np.allclose(pm.approx_attention(Q, K, big, eps=1e-4), 1e308, rtol=1e-12)
+    with pytest.raises(AttnInputError, match="dQ overflows float64: V, dO"):
+        pm.approx_attention_backward(Q, K, big, np.full((7, 3), 1e300), eps=1e-4)
+
+
+def test_unbalanced_q_and_k_give_the_same_attention(rng):
+    """Q of 1e200 against K of 1e-200: the logits are ordinary, the monomials are not."""
+    Q, K = rng.uniform(-1, 1, (7, 4)), rng.uniform(-1, 1, (6, 4))
+    V = rng.standard_normal((6, 3))
+    O = pm.approx_attention(Q, K, V, eps=1e-4)
+    assert np.allclose(pm.approx_attention(Q * 1e200, K * 1e-200, V, eps=1e-4), O, atol=1e-12)
+
+
+def test_loss_gradient_refuses_intermediates_beyond_the_float_range(rng):
+    X, A1, A2, A3, Y, E = pm.bounded_loss_inputs(8, 3, 1.0, rng)
+    for args in [(X, A1, A2, A3 * 1e300, Y, E), (X, A1, A2, A3, Y * 1e300, E)]:
+        for f in (pm.approx_attention_loss_grad, pm.kronecker_loss_grad):
+            with pytest.raises(AttnInputError, match="A3 @ Y or E is too large"):
+                f(*args, eps=1e-3)
+    # E of 1e300 alone: c̃ ≈ −E, but r̃ = rowsum(c̃ ∘ f̃h) stays finite, and so does G
+    G = pm.approx_attention_loss_grad(X, A1, A2, A3, Y, E * 1e300, eps=1e-3)
+    assert np.isfinite(G).all()

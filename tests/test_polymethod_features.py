@@ -138,3 +138,34 @@ def test_bad_inputs(rng, call, message):
     K = rng.standard_normal((5, 3))
     with pytest.raises(AttnInputError, match=message):
         call(Q, K)
+
+
+@pytest.mark.parametrize(
+    "q, k, scale",
+    [
+        (1e200, 1e-200, 0.5),
+        (1e-150, 1e-150, 1e300),
+        (1e150, 1e150, 1e-300),
+        (1e-100, 1e-100, 1e308),
+    ],
+)
+def test_poly_features_balances_factors_beyond_the_exponent_range(rng, q, k, scale):
+    """τ^k, max|Q|^k or max|K|^k beyond 2^(±512): the map is built for 2^-a·τQ and 2^a·K, whose
+    product is the same logits, instead of overflowing (or raising OverflowError for τ^k)."""
+    Q, K = q * rng.uniform(-1, 1, (5, 3)), k * rng.uniform(-1, 1, (4, 3))
+    coef = [1.0, 1.0, 0.5, 1 / 6, 1 / 24]
+    U, V = pm.poly_features(Q, K, coef, scale=scale)
+    assert np.isfinite(U).all() and np.isfinite(V).all()
+    S = scale * (Q @ K.T)
+    if np.abs(S).max() < 1e60:  # then the polynomial of the logits is finite too
+        assert rel_err(U @ V.T, np.polynomial.polynomial.polyval(S, coef)) < 1e-13
+
+
+def test_poly_features_refuses_entries_beyond_the_float_range(rng):
+    Q, K = 1e200 * rng.uniform(-1, 1, (5, 3)), 1e200 * rng.uniform(-1, 1, (4, 3))
+    with pytest.raises(AttnInputError, match="overflows float64: the monomials of Q, K"):
+        pm.poly_features(Q, K, [1.0, 1.0, 0.5], scale=1.0)
+    with pytest.raises(AttnInputError, match="rowwise_kron's products overflow float64"):
+        pm.rowwise_kron(np.full((2, 3), 1e200), np.full((2, 2), 1e200))
+    with pytest.raises(AttnInputError, match="overflow float32"):
+        pm.rowwise_kron(np.full((2, 3), 1e20, np.float32), np.full((2, 2), 1e20, np.float32))

@@ -84,3 +84,16 @@ def test_bad_arrays_raise(call, message):
     for bad in (-1.0, float("inf"), True, "x"):
         with pytest.raises(AttnInputError, match="p_error_max"):
             entrywise_product_bound(A1, A2, bad)
+
+
+def test_bounds_beyond_the_float_range_are_refused():
+    X, A1, A2, A3, Y, E = _inputs(8, 6, 3, 1.0, 0)
+    with pytest.raises(AttnInputError, match="the bound overflows a float: A1, A2, A3, Y or E"):
+        loss_grad_error_bound(X, A1, A2, A3 * 1e300, Y, E, eps=1e-3)
+    with pytest.raises(AttnInputError, match="the bound overflows a float: A1, A2, A3, Y or E"):
+        loss_grad_magnitude_bound(X, A1, A2, A3, Y * 1e300, E)
+    with pytest.raises(AttnInputError, match="A1, A2 or p_error_max is too large"):
+        entrywise_product_bound(A1 * 1e200, A2 * 1e200, 1.0)
+    # a zero-stride view of 10^9 rows: its maxima are read without a copy of that size
+    view = np.broadcast_to(np.full((1, 16), 0.5), (10**9, 16))
+    assert entrywise_product_bound(view, view, 0.1) == 10**18 * 0.25 * 0.1 / 16

@@ -104,9 +104,85 @@ def test_relative_error_bound_holds_above_the_rounding_floor(R, kind):
             assert pm.max_relative_error(pm.exp_poly_of_degree(R, g, kind=kind), R) <= bound
 
 
+@pytest.mark.parametrize("R", [0.999, 0.5, 1e-3, 1e-12, 1e-30, 1e-300, 5e-324])
+@pytest.mark.parametrize("g", [1, 3, 10, 40, 400])
+def test_small_range_interpolant_has_the_coefficients_of_the_interpolant(R, g):
+    """For R < 1 the coefficient of x^k is 1/k! plus corrections of order R² (they vanish as
+    R → 0): computed by a series, not by dividing by R^k (which left garbage, or an overflow
+    refused as "R too large", at R = 1e-30)."""
+    p = pm.exp_poly_of_degree(R, g)
+    coef = p.coef
+    assert np.isfinite(coef).all() and coef.size == g + 1
+    taylor = np.array([1 / math.factorial(k) for k in range(g + 1)])
+    if R <= 1e-6:  # the corrections, relative O(R²), are below 1e-9
+        assert np.allclose(coef, taylor, rtol=1e-9, atol=0)
+    # the textbook bound in exact arithmetic, plus the rounding of the evaluation
+    bound = pm.relative_error_bound(R, g) + 8 * pm.rounding_floor(R)
+    assert pm.max_relative_error(p, R, points=2001) <= bound
+
+
+def _interpolant_oracle(R: float, g: int) -> list[float]:
+    """The interpolant's monomial coefficients by the textbook route (Chebyshev coefficients
+    from exp at the nodes, converted to the monomials of t = x/R, divided by R^k), in decimal
+    arithmetic with the k·log10(1/R) digits the division by R^k loses added back."""
+    from decimal import Decimal, localcontext
+
+    from attnlib.polymethod.polyexp import _decimal_cos, _decimal_pi
+
+    N = g + 1
+    with localcontext() as ctx:
+        ctx.prec = 60 + g + math.ceil(g * max(0.0, -math.log10(R)))
+        R_dec, pi = Decimal(R), _decimal_pi()
+        t = [_decimal_cos(pi * (2 * j + 1) / (2 * N)) for j in range(N)]
+        f = [(R_dec * tj).exp() for tj in t]
+        mono = [Decimal(0)] * N
+        T_prev, T_cur = [Decimal(1)] * N, t  # T_k at the nodes
+        P_prev, P_cur = [Decimal(1)], [Decimal(0), Decimal(1)]  # T_k's monomial coefficients
+        mono[0] = sum(f) / N
+        for _ in range(1, N):
+            a_k = 2 * sum(fj * Tj for fj, Tj in zip(f, T_cur, strict=True)) / N
+            for i, c in enumerate(P_cur):
+                mono[i] += a_k * c
+            T_prev, T_cur = (
+                T_cur,
+                [2 * tj * c - p for tj, c, p in zip(t, T_cur, T_prev, strict=True)],
+            )
+            P_next = [Decimal(0)] + [2 * c for c in P_cur]
+            for i, c in enumerate(P_prev):
+                P_next[i] -= c
+            P_prev, P_cur = P_cur, P_next
+        return [float(c / R_dec**k) for k, c in enumerate(mono)]
+
+
+@pytest.mark.parametrize("R", [0.999, 0.3, 1e-3, 1e-8])
+@pytest.mark.parametrize("g", [2, 5, 12])
+def test_small_range_interpolant_matches_a_high_precision_oracle(R, g):
+    """The series for R < 1 gives the interpolant's coefficients rounded once: the same bits
+    as the textbook route taken with enough digits."""
+    assert list(pm.exp_poly_of_degree(R, g).coef) == _interpolant_oracle(R, g)
+
+
+def test_max_logit_range_refuses_eps_out_of_every_range():
+    with pytest.raises(AttnInputError, match="eps=1e-20 is out of reach on every range"):
+        pm.max_logit_range(1e-20)
+    R = pm.max_logit_range(3e-15)  # just above 10·u: a tiny but positive range
+    assert 0 < R < 0.2 and pm.least_degree(R, 3e-15) >= 0
+
+
 def test_relative_error_bound_edges():
     assert pm.relative_error_bound(1e300, 3) == math.inf
-    assert pm.relative_error_bound(1e-300, 400) == 0.0
+    # e^{-120000}-ish is below every float: rounded *up* to the smallest one, so that it is
+    # still an upper bound (0.0 would claim an exact polynomial)
+    assert pm.relative_error_bound(1e-300, 400) == math.ulp(0.0)
+    # R/2 underflows to 0 (and a subnormal R/2 rounds): the bound is taken through log R
+    for R in (5e-324, 3 * 5e-324, 2.0**-1060):
+        for kind in pm.KINDS:
+            assert 0 < pm.relative_error_bound(R, 0, kind=kind) < 1e-300
+    assert math.isclose(
+        pm.relative_error_bound(2.0**-1060, 0),
+        2 * math.exp(2 * 2.0**-1060) * 2.0**-1061,
+        rel_tol=1e-12,
+    )
     with pytest.raises(AttnInputError, match="g must be an integer <= 400"):
         pm.relative_error_bound(1.0, 401)
     with pytest.raises(AttnInputError, match="kind must be one of"):

@@ -37,6 +37,7 @@ Hence ‖Õ − O‖_max ≤ (2ε/(1−ε)) · ‖V‖_max, row by row (plus rou
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,7 @@ from .._checks import (
     check_scale,
     check_shape,
     float_dtype,
+    max_abs,
 )
 from ..config import MEMORY_BUDGET_BYTES, RANGE_STEPS_PER_OCTAVE
 from ..logits import logit_range, round_up_to_grid
@@ -286,9 +288,25 @@ def approx_attention(
     plan = _plan(Q, K, tau, eps, kind, memory_budget)
     _check_peak(plan, "forward", V.shape[1], memory_budget)
     U1, V1 = _factors(Q, K, tau, plan)
-    O = U1 @ (V1.T @ V.astype(np.float64))
-    O = O.astype(float_dtype(Q, K, V), copy=False)
+    # V scaled by a power of 2 (exact) to entries below 1, so that the sums V₁ᵀV cannot
+    # overflow for V near the float range; Õ is linear in V, and a convex combination of
+    # its rows, so it is scaled back within V's range.
+    e = _exponent(V)
+    O = np.ldexp(U1 @ (V1.T @ np.ldexp(V.astype(np.float64), -e)), e)
+    O = _finite("approx_attention's output", O.astype(float_dtype(Q, K, V), copy=False), "V")
     return (O, plan) if return_plan else O
+
+
+def _exponent(A: np.ndarray) -> int:
+    """The e with max|A| < 2^e (0 for an all-zero A): A·2^-e has entries below 1, exactly."""
+    return math.frexp(max_abs(A))[1]
+
+
+def _finite(what: str, A: np.ndarray, culprits: str) -> np.ndarray:
+    """A itself if every entry is finite; otherwise refuse: the result is beyond A's dtype."""
+    if not np.isfinite(A).all():
+        raise AttnInputError(f"{what} overflows {A.dtype}: {culprits} is too large")
+    return A
 
 
 def _light_hadamard_times(U1, V1, A, B, right):
@@ -349,7 +367,12 @@ def approx_attention_backward(
     plan = _plan(Q, K, tau, eps, kind, memory_budget)
     _check_peak(plan, "backward", V.shape[1], memory_budget)
     dtype = float_dtype(Q, K, V, dO)
-    Q64, K64, V64, dO64 = (a.astype(np.float64, copy=False) for a in (Q, K, V, dO))
+    Q64, K64 = (a.astype(np.float64, copy=False) for a in (Q, K))
+    # V and dO scaled by powers of 2 (exact) to entries below 1, so that no product of the
+    # two overflows for inputs near the float range: dV is linear in dO, dQ and dK bilinear
+    # in (V, dO), so they are scaled back by 2^b and 2^(a+b) at the end.
+    a, b = _exponent(V), _exponent(dO)
+    V64, dO64 = np.ldexp(V.astype(np.float64), -a), np.ldexp(dO.astype(np.float64), -b)
 
     U1, V1 = _factors(Q64, K64, tau, plan)
     O = U1 @ (V1.T @ V64)
@@ -358,9 +381,11 @@ def approx_attention_backward(
     # f̃ ∘ (dO Vᵀ), applied to K (for dQ) and, transposed, to Q (for dK); f̃ᵀ = V₁U₁ᵀ.
     dQ = _light_hadamard_times(U1, V1, dO64, V64, K64) - D[:, None] * (U1 @ (V1.T @ K64))
     dK = _light_hadamard_times(V1, U1, V64, dO64, Q64) - V1 @ (U1.T @ (D[:, None] * Q64))
-    dQ *= tau
-    dK *= tau
-    out = tuple(a.astype(dtype, copy=False) for a in (dQ, dK, dV))
+    with np.errstate(over="ignore"):
+        dQ, dK, dV = np.ldexp(tau * dQ, a + b), np.ldexp(tau * dK, a + b), np.ldexp(dV, b)
+        out = tuple(g.astype(dtype, copy=False) for g in (dQ, dK, dV))
+    for name, g in zip(("dQ", "dK", "dV"), out, strict=True):
+        _finite(f"approx_attention_backward's {name}", g, "V, dO, Q or K")
     return (*out, plan) if return_plan else out
 
 
@@ -370,10 +395,27 @@ def approx_attention_backward(
 
 
 def _check_loss_inputs(X, A1, A2, A3, Y, E):
-    """Validate (attnlib._checks) and compute in float64; the caller returns ``dtype``."""
+    """Validate (attnlib._checks) and compute in float64; the caller returns ``dtype``.
+
+    Also refuses inputs whose gradient's intermediates would overflow float64 before the
+    factors are built: with H = max|A₃Y| and C = H + max|E|, |f̃h| ≤ H (the rows of f̃ are
+    probability vectors), so |c̃| ≤ C and |r̃| = |rowsum(c̃ ∘ f̃h)| ≤ d·C·H, and the products
+    c̃ ⊘ A₁, h ⊘ A₂ and r̃ ∘ A₁ of the gradient's batched form must be finite."""
     arrays = check_loss_inputs(X, A1, A2, A3, Y, E)
     dtype = arrays[0].dtype
-    return tuple(a.astype(np.float64, copy=False) for a in arrays), dtype
+    X, A1, A2, A3, Y, E = (a.astype(np.float64, copy=False) for a in arrays)
+    with np.errstate(over="ignore", invalid="ignore"):
+        H = max_abs(A3 @ Y)
+    e, a1, a2 = (max_abs(a) for a in (E, A1, A2))
+    C = H + e
+    d = A1.shape[1]
+    largest = max(C * a1, H * a2, d * C * H * a1)  # Python floats: inf on overflow
+    if not largest <= sys.float_info.max:
+        raise AttnInputError(
+            "the gradient's intermediate products overflow float64: A3 @ Y or E is too large "
+            f"(max|A3 @ Y| = {H:.3g}, max|E| = {e:.3g}, against max|A1| = {a1:.3g})"
+        )
+    return (X, A1, A2, A3, Y, E), dtype
 
 
 def loss_plan(X, A1, A2, *, eps, kind="chebyshev", memory_budget=None) -> ApproxPlan:
@@ -453,5 +495,5 @@ def approx_attention_loss_grad(
     Rt = (V1.T @ right).reshape(-1, d)  # rows (ρ, t), columns b
     G = L.T @ Rt  # Σ over ρ and t
     G /= d
-    G = G.astype(dtype, copy=False)
+    G = _finite("the gradient", G.astype(dtype, copy=False), "A1, A2, A3, Y or E")
     return (G, plan) if return_plan else G

@@ -20,6 +20,8 @@ multi-indices), and the peak memory is U, V and one gathered block.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._checks import (
@@ -32,6 +34,7 @@ from .._checks import (
     check_rows,
     describe_int,
     float_dtype,
+    max_abs,
 )
 
 __all__ = [
@@ -214,11 +217,16 @@ def poly_features(Q, K, poly, *, scale):
     The columns follow :func:`multi_indices` (d, g). An exact identity (the multinomial
     theorem; our derivation, AS23 §3 uses the same construction).
 
+    When a plain factor's monomials would leave the float range (τ^k, max|Q|^k or max|K|^k
+    beyond 2^(±maxexp/2) for some k ≤ g), the map is built for τ' = 1, Q' = 2^-a·τQ and
+    K' = 2^a·K instead, with a chosen to give Q' and K' entries of equal size: U and V then
+    differ from the formulas above, but U @ V.T is the same.
+
     Raises
     ------
     AttnInputError
-        for invalid Q, K or scale, a ``poly`` that is not a real polynomial, or U and V too
-        large for memory.
+        for invalid Q, K or scale, a ``poly`` that is not a real polynomial, U and V too
+        large for memory, or an entry of U or V beyond the float range.
 
     Examples
     --------
@@ -236,22 +244,56 @@ def poly_features(Q, K, poly, *, scale):
     dtype = float_dtype(Q, K)
     d = Q.shape[1]
     g = coef.size - 1
+    (n, m), copies = (Q.shape[0], K.shape[0]), 0
+    shift = _balancing_shift(Q, K, tau, g, dtype)
+    if shift is not None:  # the balanced factors are two new (rows, d) arrays
+        copies = (n + m) * d * dtype.itemsize
     check_memory(
         "poly_features' U and V",
-        poly_features_bytes(Q.shape[0], K.shape[0], d, g, dtype.itemsize),
+        poly_features_bytes(n, m, d, g, dtype.itemsize) + copies,
         culprits="the degree of poly or the width d of Q",
     )
+    if shift is not None:
+        # τQKᵀ = (2^-a·τQ)(2^a·K)ᵀ: factors of equal size, τ folded into the first
+        mant, e = math.frexp(tau)
+        Q, K, tau = np.ldexp(Q * dtype.type(mant), e - shift), np.ldexp(K, shift), 1.0
     blocks = _graded_tree(d, g)
     r = 1 + sum(parent.size for parent, _, _ in blocks)
-    U = np.empty((Q.shape[0], r), dtype=dtype)
-    V = np.empty((K.shape[0], r), dtype=dtype)
-    slices = _fill_monomials(Q.astype(dtype, copy=False), blocks, U)
-    _fill_monomials(K.astype(dtype, copy=False), blocks, V)
-    # Weights last: every degree-k block above was built from the raw degree-(k-1) block.
-    weights = [np.ones(1)] + [w for _, _, w in blocks]
-    for k, cols in enumerate(slices):
-        U[:, cols] *= (coef[k] * tau**k * weights[k]).astype(dtype)
+    U = np.empty((n, r), dtype=dtype)
+    V = np.empty((m, r), dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        slices = _fill_monomials(Q.astype(dtype, copy=False), blocks, U)
+        _fill_monomials(K.astype(dtype, copy=False), blocks, V)
+        # Weights last: every degree-k block above was built from the raw degree-(k-1) block.
+        weights = [np.ones(1)] + [w for _, _, w in blocks]
+        for k, cols in enumerate(slices):
+            U[:, cols] *= (coef[k] * tau**k * weights[k]).astype(dtype)
+    if not (np.isfinite(U).all() and np.isfinite(V).all()):
+        raise AttnInputError(
+            f"poly_features' U or V overflows {dtype}: the monomials of Q, K and scale, or the "
+            "coefficients of poly, are too large"
+        )
     return U, V
+
+
+def _balancing_shift(Q, K, tau: float, g: int, dtype) -> int | None:
+    """The a of the balanced factors 2^-a·τQ and 2^a·K, or None when the plain factors τ^k·Q^α
+    and K^α of degree ≤ g stay well inside ``dtype``'s exponent range (then U and V are the
+    documented ones, unchanged).
+
+    The logits are unchanged by the shift. It makes both factors' largest entries about
+    (τ·max|Q|·max|K|)^(1/2), so that a monomial is near a power of the logits' size, where
+    τ^k, max|Q|^k or max|K|^k alone could overflow or underflow (Q of 1e100 against K of
+    1e-100, or a scale of 1e300).
+    """
+    top_q, top_k = max_abs(Q), max_abs(K)
+    if g == 0 or top_q == 0.0 or top_k == 0.0:
+        return None
+    lt, lq, lk = math.log2(tau), math.log2(top_q), math.log2(top_k)
+    # half of the exponent range: the weights k!/α! and the coefficients need room too
+    if g * max(abs(lt), abs(lq), abs(lk)) <= np.finfo(dtype).maxexp // 2:
+        return None
+    return round((lt + lq - lk) / 2)
 
 
 def rowwise_kron(A, B) -> np.ndarray:
@@ -261,15 +303,23 @@ def rowwise_kron(A, B) -> np.ndarray:
     Key identity: (A ⊘ B)(C ⊘ D)ᵀ = (A Cᵀ) ∘ (B Dᵀ), which turns a Hadamard product of two
     low-rank matrices into one low-rank product (AS24 §D).
 
-    Raises :class:`attnlib.AttnInputError` for invalid arrays, different row counts, or a
-    product too large for memory.
+    Raises :class:`attnlib.AttnInputError` for invalid arrays, different row counts, a
+    product too large for memory, or products beyond the float range.
     """
     A = as_float_array("A", A)
     B = as_float_array("B", B)
     check_rows("B", B, A.shape[0], "A", what="n")
     n = A.shape[0]
-    itemsize = np.result_type(A, B).itemsize
+    dtype = np.result_type(A, B)
     check_memory(
-        "rowwise_kron's (n, a·b) product", n * A.shape[1] * B.shape[1] * itemsize, culprits="A or B"
+        "rowwise_kron's (n, a·b) product",
+        n * A.shape[1] * B.shape[1] * dtype.itemsize,
+        culprits="A or B",
     )
+    top_a, top_b = max_abs(A), max_abs(B)
+    if top_a * top_b > float(np.finfo(dtype).max):  # a product beyond the float range
+        raise AttnInputError(
+            f"rowwise_kron's products overflow {dtype}: max|A|·max|B| = {top_a:.3g}·{top_b:.3g}; "
+            "A or B is too large"
+        )
     return (A[:, :, None] * B[:, None, :]).reshape(n, A.shape[1] * B.shape[1])

@@ -28,23 +28,45 @@ Two bounds on the entrywise error ‖G̃ − G‖_max of :func:`approx_attention
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .._checks import as_float_array, check_cols, check_loss_inputs, check_open_unit, check_real
+from .._checks import (
+    AttnInputError,
+    as_float_array,
+    check_cols,
+    check_loss_inputs,
+    check_open_unit,
+    check_real,
+    max_abs,
+)
 
 __all__ = ["entrywise_product_bound", "loss_grad_error_bound", "loss_grad_magnitude_bound"]
 
 
 def _scales(X, A1, A2, A3, Y, E):
     """n, H = ‖A₃Y‖_max, C = H + ‖E‖_max, ‖A₁‖_max and ‖A₂‖_max, after validating the inputs."""
-    X, A1, A2, A3, Y, E = check_loss_inputs(X, A1, A2, A3, Y, E)
-    H = float(np.abs(A3.astype(np.float64) @ Y.astype(np.float64)).max(initial=0.0))
-    C = H + float(np.abs(E).max(initial=0.0))
-    return A1.shape[0], H, C, _max_abs(A1), _max_abs(A2)
+    X, A1, A2, A3, Y, E = check_loss_inputs(
+        X, A1, A2, A3, Y, E, what="the error bound", working=_product_parts
+    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        H = max_abs(A3.astype(np.float64, copy=False) @ Y.astype(np.float64, copy=False))
+    return A1.shape[0], H, H + max_abs(E), max_abs(A1), max_abs(A2)
 
 
-def _max_abs(A) -> float:
-    return float(np.abs(A).max(initial=0.0))
+def _product_parts(n, m, d, dtype):
+    """The working memory of :func:`_scales` (in :func:`attnlib._checks.check_memory_parts`'
+    form): A₃ and Y in float64 and their product, (m, d) each."""
+    return [(8 * (3 * m * d + d * d), "A3 @ Y in float64", "A3")]
+
+
+def _finite_bound(bound: float, culprits: str) -> float:
+    """The bound itself if it is a finite float (Python float arithmetic gives inf on
+    overflow); otherwise refuse, naming the arguments that set its size."""
+    if not math.isfinite(bound):
+        raise AttnInputError(f"the bound overflows a float: {culprits} is too large")
+    return bound
 
 
 def loss_grad_error_bound(X, A1, A2, A3, Y, E, *, eps) -> float:
@@ -56,12 +78,14 @@ def loss_grad_error_bound(X, A1, A2, A3, Y, E, *, eps) -> float:
     n·η·‖A₁‖_max·‖A₂‖_max·H·[(2 + η)(C + H) + C] with η = 2ε/(1 − ε), H = ‖A₃Y‖_max and
     C = H + ‖E‖_max.
 
-    Raises :class:`attnlib.AttnInputError` on malformed arrays or ``eps`` outside (0, 1).
+    Raises :class:`attnlib.AttnInputError` on malformed arrays, ``eps`` outside (0, 1), or a
+    bound beyond the float range.
     """
     n, H, C, a1, a2 = _scales(X, A1, A2, A3, Y, E)
     eps = check_open_unit("eps", eps)
     eta = 2.0 * eps / (1.0 - eps)
-    return n * eta * a1 * a2 * H * ((2.0 + eta) * (C + H) + C)
+    bound = n * eta * a1 * a2 * H * ((2.0 + eta) * (C + H) + C)
+    return _finite_bound(bound, "A1, A2, A3, Y or E (or eps near 1)")
 
 
 def loss_grad_magnitude_bound(X, A1, A2, A3, Y, E) -> float:
@@ -70,10 +94,11 @@ def loss_grad_magnitude_bound(X, A1, A2, A3, Y, E) -> float:
 
     Shapes as in :func:`attnlib.attention_loss_grad`. Time O((n + m)d²).
 
-    Raises :class:`attnlib.AttnInputError` on malformed arrays.
+    Raises :class:`attnlib.AttnInputError` on malformed arrays or a bound beyond the float
+    range.
     """
     n, H, C, a1, a2 = _scales(X, A1, A2, A3, Y, E)
-    return 2.0 * n * a1 * a2 * C * H
+    return _finite_bound(2.0 * n * a1 * a2 * C * H, "A1, A2, A3, Y or E")
 
 
 def entrywise_product_bound(A1, A2, p_error_max) -> float:
@@ -83,8 +108,8 @@ def entrywise_product_bound(A1, A2, p_error_max) -> float:
 
     Shapes: A₁ (n, d), A₂ (m, d).
 
-    Raises :class:`attnlib.AttnInputError` on malformed arrays or a ``p_error_max`` that is not
-    a finite number >= 0.
+    Raises :class:`attnlib.AttnInputError` on malformed arrays, a ``p_error_max`` that is not
+    a finite number >= 0, or a bound beyond the float range.
     """
     A1 = as_float_array("A1", A1)
     A2 = as_float_array("A2", A2)
@@ -93,4 +118,5 @@ def entrywise_product_bound(A1, A2, p_error_max) -> float:
         "p_error_max", p_error_max, minimum=0.0, expected="a finite number >= 0"
     )
     (n, d), m = A1.shape, A2.shape[0]
-    return n * m * _max_abs(A1) * _max_abs(A2) * p_error_max / d
+    bound = n * m * max_abs(A1) * max_abs(A2) * p_error_max / d
+    return _finite_bound(bound, "A1, A2 or p_error_max")

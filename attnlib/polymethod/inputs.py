@@ -14,9 +14,11 @@ in float64 in the argument order of :func:`attnlib.attention_loss_grad`:
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from .._checks import AttnInputError, check_int, check_memory, check_positive_real
+from .._checks import AttnInputError, check_int, check_memory, check_real
 
 __all__ = ["bounded_loss_inputs", "sign_loss_inputs"]
 
@@ -24,7 +26,15 @@ __all__ = ["bounded_loss_inputs", "sign_loss_inputs"]
 def _arguments(n, d, B, rng, m=None):
     n, d = check_int("n", n), check_int("d", d)
     m = n if m is None else check_int("m", m)
-    B = check_positive_real("B", B)
+    # U(−B, B) needs the width 2B as a finite float
+    B = check_real(
+        "B",
+        B,
+        minimum=0.0,
+        maximum=sys.float_info.max / 2,
+        open_minimum=True,
+        expected=f"a positive real number at most {sys.float_info.max / 2:.3g}",
+    )
     if not isinstance(rng, np.random.Generator):
         try:
             seed = check_int("rng", rng, minimum=0)
@@ -45,8 +55,8 @@ def bounded_loss_inputs(n, d, B, rng, *, m=None):
     A₂, A₃, E, X, Y) or an int seed. Returns ``(X, A1, A2, A3, Y, E)``.
 
     Raises :class:`attnlib.AttnInputError` if n, d or m is not a positive integer, B is not a
-    positive finite number, rng is neither a Generator nor an int seed ≥ 0, or the arrays are
-    too large for memory.
+    positive number at most half the largest float, rng is neither a Generator nor an int
+    seed ≥ 0, or the arrays are too large for memory.
 
     Examples
     --------

@@ -13,8 +13,10 @@ O((n+m)·(r + d²)); the two agree to rounding. Its switches reproduce the two l
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._checks import AttnInputError, check_choice, check_memory
-from .approx import _budget, _loss_parts, loss_plan, peak_bytes
+from .approx import _budget, _finite, _loss_parts, loss_plan, peak_bytes
 from .features import rowwise_kron
 
 __all__ = ["LEMMA_VERSIONS", "kronecker_loss_grad"]
@@ -99,5 +101,6 @@ def kronecker_loss_grad(
         U4, V4 = r[:, None] * U1, V1  # diag(r̃) f̃
     else:
         U4, V4 = U1, r[:, None] * V1  # f̃ diag(r̃)
-    G = (A1.T @ L3) @ (R3.T @ A2) - (A1.T @ U4) @ (V4.T @ A2)
-    return (G / d).astype(dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = (A1.T @ L3) @ (R3.T @ A2) - (A1.T @ U4) @ (V4.T @ A2)
+    return _finite("the gradient", (G / d).astype(dtype, copy=False), "A1, A2, A3, Y or E")

@@ -98,7 +98,7 @@ def max_logit_range(eps) -> float:
 
     Beyond it the rounding floor u·e^{2R} is less than :data:`FLOOR_FACTOR` times below eps
     and every request is refused. Raises :class:`attnlib.AttnInputError` if eps is not in
-    (0, 1).
+    (0, 1), or is at most 10·u, where no range R > 0 is accepted.
 
     Examples
     --------
@@ -106,6 +106,11 @@ def max_logit_range(eps) -> float:
     14.57
     """
     eps = check_open_unit("eps", eps)
+    if eps <= FLOOR_FACTOR * _UNIT_ROUNDOFF:  # then even R → 0 is refused: no range reaches eps
+        raise AttnInputError(
+            f"eps={eps:g} is out of reach on every range [-R, R] in double precision: it must "
+            f"exceed {FLOOR_FACTOR:g}·u = {FLOOR_FACTOR * _UNIT_ROUNDOFF:.3g}"
+        )
     return math.log(eps / (FLOOR_FACTOR * _UNIT_ROUNDOFF)) / 2.0
 
 
@@ -155,8 +160,12 @@ def _chebyshev_interpolant(R: float, g: int) -> tuple[float, ...]:
 
     Computed in decimal arithmetic and rounded once to double precision, so the coefficients
     are the same on every machine. The digits cover the growth of the Chebyshev-to-monomial
-    conversion (about (1+√2)^g) with 40 to spare.
+    conversion (about (1+√2)^g) with 40 to spare. For R < 1 the coefficient of x^k would lose
+    k·log₁₀(1/R) more digits in the division by R^k, so a series is summed instead
+    (:func:`_small_range_interpolant`).
     """
+    if R < 1.0:
+        return _small_range_interpolant(R, g)
     N = g + 1
     with localcontext() as ctx:
         ctx.prec = 40 + (2 * g) // 5
@@ -187,6 +196,46 @@ def _chebyshev_interpolant(R: float, g: int) -> tuple[float, ...]:
             P_prev, P_cur = P_cur, P_next
         # t = x / R
         return tuple(float(c / R_dec**k) for k, c in enumerate(mono))
+
+
+def _small_range_interpolant(R: float, g: int) -> tuple[float, ...]:
+    """:func:`_chebyshev_interpolant` for R < 1, as Σ_k x^k/k! reduced modulo ω.
+
+    Interpolation at the roots of ω(x) = Π_j (x − R t_j) = R^{g+1} T_{g+1}(x/R) / 2^g (monic)
+    maps x^k to its remainder modulo ω, so the interpolant of eˣ = Σ_k x^k/k! is
+    Σ_{k≤g} x^k/k! + Σ_{k>g} (x^k mod ω)/k!. ω's coefficients are T_{g+1}'s integers times
+    R^{g+1−i}/2^g, so no term is divided by a power of R. For R < 1 each coefficient is 1/i!
+    plus corrections far smaller than it, and 50 digits give it to far below double precision;
+    the series stops when two successive terms are below 10^-52 relative.
+    """
+    N = g + 1
+    with localcontext() as ctx:
+        ctx.prec = 50
+        # T_{g+1} in the monomial basis (exact integers), by T_{k+1} = 2t T_k − T_{k−1}
+        t_prev, t_cur = [1], [0, 1]
+        for _ in range(g):
+            t_next = [0] + [2 * c for c in t_cur]
+            for i, c in enumerate(t_prev):
+                t_next[i] -= c
+            t_prev, t_cur = t_cur, t_next
+        R_dec, lead = Decimal(R), Decimal(2) ** g
+        w = [Decimal(t_cur[i]) * R_dec ** (N - i) / lead for i in range(N)]  # ω below x^{g+1}
+        coef = [Decimal(1) / math.factorial(i) for i in range(N)]
+        rem = [-wi for wi in w]  # x^{g+1} mod ω
+        k, fact, quiet = N, Decimal(math.factorial(N)), 0
+        tiny = Decimal(10) ** -(ctx.prec + 2)
+        while quiet < 2:
+            largest = Decimal(0)
+            for i in range(N):
+                term = rem[i] / fact
+                coef[i] += term
+                largest = max(largest, abs(term) * math.factorial(i))
+            quiet = quiet + 1 if largest < tiny else 0
+            top = rem[-1]  # x·(x^k mod ω) has x^{g+1}-coefficient top: subtract top·ω
+            rem = [-top * w[0]] + [rem[i - 1] - top * w[i] for i in range(1, N)]
+            k += 1
+            fact *= k
+        return tuple(float(c) for c in coef)
 
 
 def exp_poly_of_degree(R, g, *, kind: str = "chebyshev") -> Polynomial:
@@ -364,7 +413,8 @@ def relative_error_bound(R, g, *, kind: str = "chebyshev") -> float:
       points, whose node polynomial is at most 2(R/2)^{g+1} on [−R, R]).
 
     Computed through logarithms, so it never overflows: a bound beyond the float range is
-    ``inf``. Rounding (:func:`rounding_floor`) is not included.
+    ``inf``, and one below the smallest positive float is that float. Rounding
+    (:func:`rounding_floor`) is not included.
 
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, g is not an
     integer from 0 to 400, or kind is not one of :data:`KINDS`.
@@ -382,6 +432,11 @@ def relative_error_bound(R, g, *, kind: str = "chebyshev") -> float:
     if kind == "taylor":
         log_bound = R + (g + 1) * math.log(R)
     else:
-        log_bound = math.log(2.0) + 2.0 * R + (g + 1) * math.log(R / 2.0)
+        # R/2 is exact unless R is subnormal, where halving it would round (or give 0)
+        half = math.log(R / 2.0) if R >= 2 * sys.float_info.min else math.log(R) - math.log(2)
+        log_bound = math.log(2.0) + 2.0 * R + (g + 1) * half
     log_bound -= math.lgamma(g + 2)
-    return math.exp(log_bound) if log_bound < _LOG_FLOAT_MAX else math.inf
+    if log_bound >= _LOG_FLOAT_MAX:
+        return math.inf
+    # a bound below the smallest float is rounded up to it, so that it is still a bound
+    return max(math.exp(log_bound), math.ulp(0.0))
