@@ -314,3 +314,64 @@ def test_gauss_legendre_nodes_needed_refuses_an_unreachable_tolerance():
         hd.gauss_legendre_nodes_needed(Q, K, V, 1e-9, scale=tau, max_nodes=2)
     with pytest.raises(AttnInputError, match="tol"):
         hd.gauss_legendre_nodes_needed(Q, K, V, 0.0, scale=tau)
+
+
+def test_gauss_legendre_bound_names_wide_logits_and_stays_a_bound():
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal(s) for s in ((6, 4), (5, 4), (5, 3)))
+    # logits 1e300 wide: the bound overflows because of them, not of V
+    with pytest.raises(AttnInputError, match="logits' rows too wide"):
+        hd.gauss_legendre_error_bound(Q * 1e150, K * 1e150, V, 8)
+    # a width below 1e-300: the strip is huge and the bound the smallest float, not NaN
+    assert hd.gauss_legendre_error_bound(Q, K, V, 8, scale=5e-324) == math.ulp(0.0)
+    # the bound as written, (32/15)·Φ(y)·ρ^(-2N)/(ρ² − 1), against its stable evaluation
+    S = Q @ K.T / 2
+    w = S.max(axis=1) - S.min(axis=1)
+    theta = (np.arange(256) + 0.5) / 256
+    y, c = theta * math.pi / w.max(), np.cos(theta * math.pi / 2)
+    rho = 2 * y + np.sqrt(1 + 4 * y**2)
+    phi = V.shape[1] * np.abs(V).max() ** 2 * w.sum() * (1 + 1 / c) / c**2
+    for N in (2, 8, 32):
+        direct = float((32 / 15 * phi * rho ** (-2.0 * N) / (rho**2 - 1)).min())
+        assert math.isclose(hd.gauss_legendre_error_bound(Q, K, V, N), direct, rel_tol=1e-12)
+
+
+def test_lambda_and_the_embedding_are_named_when_they_overflow():
+    rng = np.random.default_rng(4)
+    Q, K, V = (rng.standard_normal(s) for s in ((6, 4), (5, 4), (5, 3)))
+    with pytest.raises(AttnInputError, match="lam=1e\\+300 is too large"):
+        hd.attention_norm_squared(Q, K, V, lam=1e300, scale=1e10)
+    with pytest.raises(AttnInputError, match="lam=10000000000.0 is too large"):
+        hd.attention_norm_squared(Q * 1e150, K * 1e150, V, lam=1e10)
+    # λτ below the smallest float: the weights are uniform, f(λ) = f(0)
+    f0 = hd.attention_norm_squared(Q, K, V, lam=0.0)
+    assert hd.attention_norm_squared(Q, K, V, lam=1e-300, scale=1e-100) == f0
+    with pytest.raises(AttnInputError, match="Q, K or scale is too large"):
+        hd.attention_from_gradient(Q, K, V, al.attention_loss_grad, nodes=2, scale=1e308)
+    with pytest.raises(AttnInputError, match="lam, Q, K or scale is too large"):
+        hd.norm_derivative_from_gradient(Q, K, V, 1e308, al.attention_loss_grad)
+
+    def refuses(*args):
+        raise AttnInputError("A1 is not to my liking")
+
+    with pytest.raises(AttnInputError, match="grad_fn refused the loss's embedding"):
+        hd.attention_from_gradient(Q, K, V, refuses, nodes=2)
+
+
+def test_needed_entry_factor_names_the_instance():
+    rng = np.random.default_rng(5)
+    Q, K, V = (rng.standard_normal(s) for s in ((3, 4), (5, 4), (5, 1)))
+    with pytest.raises(AttnInputError, match=r"instances\[1\]'s V must have m=5 rows"):
+        hd.needed_entry_factor([(Q, K, V, 0.5, True), (Q, K, V[:2], 0.5, True)], 1.0)
+    A = np.array([[1, 0, 1], [0, 1, 1]], bool)
+    instance = (*hd.ov_to_attention(A, ~A), True)
+    with pytest.raises(AttnInputError, match=r"instances\[0\] at scale=1e\+308"):
+        hd.needed_entry_factor([instance], 1e308)
+
+
+def test_noisy_gradient_checks_what_grad_fn_returns():
+    assert np.array_equal(hd.noisy_gradient(lambda *a: [[1.0, 2.0]], 0.0, 0)(), [[1.0, 2.0]])
+    with pytest.raises(AttnInputError, match="grad_fn must return a non-empty finite real"):
+        hd.noisy_gradient(lambda *a: "G", 0.1, 0)()
+    with pytest.raises(AttnInputError, match="rel=10000000000.0 is too large"):
+        hd.noisy_gradient(lambda *a: np.full((2, 2), 1e300), 1e10, 0)()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -42,6 +44,80 @@ def test_random_ksat_signs_and_variables_are_balanced():
     assert abs((lits > 0).mean() - 0.5) < 0.02
     counts = np.bincount(np.abs(lits), minlength=11)[1:]
     assert counts.min() > 0.9 * counts.mean()
+
+
+def _distinct_sorted_variables(formula, n_vars, k):
+    return all(
+        len(c) == k
+        and [abs(l) for l in c] == sorted({abs(l) for l in c})  # k distinct, sorted
+        and all(1 <= abs(l) <= n_vars for l in c)
+        for c in formula
+    )
+
+
+@pytest.mark.parametrize(
+    "n_vars, n_clauses, k",
+    [
+        (10**6, 2000, 3),  # the drawn path, k ≪ n_vars
+        (20, 5000, 7),  # the drawn path, redraws frequent
+        (20, 5000, 13),  # the drawn path, clauses wider than n_vars/2: the complement
+        (2**63 - 1, 50, 5),  # literals at the edge of int64
+        (12, 51, 3),  # the matrix path
+    ],
+)
+def test_random_ksat_clauses_have_k_distinct_variables(n_vars, n_clauses, k):
+    f = hd.random_ksat(n_vars, n_clauses, k, seed=3)
+    assert len(f) == n_clauses and _distinct_sorted_variables(f, n_vars, k)
+    assert f == hd.random_ksat(n_vars, n_clauses, k, seed=3)  # reproducible
+    assert f != hd.random_ksat(n_vars, n_clauses, k, seed=4)
+
+
+def test_random_ksat_million_variables_is_fast_and_small():
+    """No n_clauses × n_vars matrix: 10⁶ variables cost as little as 10."""
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        f = hd.random_ksat(10**6, 10**4, 3, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 5
+    assert peak < 8 * 2**20  # the matrix draw needed 160 GB here
+    assert _distinct_sorted_variables(f, 10**6, 3)
+
+
+def test_random_ksat_drawn_subsets_are_uniform():
+    """The drawn path (n_clauses·n_vars > 2¹⁶) gives every k-subset and every sign pattern
+    equal probability: a chi-square test on all C(6, 3) = 20 subsets of 6 variables."""
+    n_vars, n_clauses, k = 6, 20_000, 3
+    f = hd.random_ksat(n_vars, n_clauses, k, seed=11)
+    subsets = list(itertools.combinations(range(1, n_vars + 1), k))
+    index = {s: i for i, s in enumerate(subsets)}
+    counts = np.bincount([index[tuple(abs(l) for l in c)] for c in f], minlength=len(subsets))
+    expected = n_clauses / len(subsets)
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 45.3  # the 0.999 quantile of chi-square with 19 degrees of freedom
+    positive = np.array([l > 0 for c in f for l in c])
+    assert abs(positive.mean() - 0.5) < 4 * 0.5 / np.sqrt(positive.size)
+
+
+def test_random_ksat_keeps_the_books_formulas():
+    """Up to 2¹⁶ matrix entries the draw is the permutation one of earlier versions, so a
+    seed keeps its formula: Chapter 8's formula on 6 variables, as it prints it."""
+    assert hd.random_ksat(6, 16, 3, seed=0)[:4] == [
+        (-2, -3, 4),
+        (1, -3, 6),
+        (-2, 4, -6),
+        (-1, -3, -4),
+    ]
+    assert hd.random_ksat(4, 2, 3, seed=0) == [(2, 3, 4), (1, -3, 4)]
+
+
+def test_read_dimacs_refuses_integers_too_long_to_read():
+    with pytest.raises(AttnInputError, match="text line 1: the header's n_vars has 5000 digits"):
+        hd.read_dimacs("p cnf " + "9" * 5000 + " 1\n1 0\n")
+    with pytest.raises(AttnInputError, match="text line 2: a literal has 5000 digits"):
+        hd.read_dimacs("p cnf 3 1\n-" + "9" * 5000 + " 0\n")
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -9,18 +9,21 @@ stands in for an approximate gradient algorithm.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._checks import (
     AttnInputError,
-    as_float_array,
-    check_cols,
     check_int,
+    check_memory,
+    check_qkv,
     check_real,
-    check_rows,
     check_scale,
+    max_abs,
 )
 from ..exact import attention
+from ..logits import logit_range
 
 __all__ = [
     "attention_norm_squared",
@@ -53,7 +56,7 @@ def attention_norm_squared(Q, K, V, *, lam=1.0, scale=None) -> float:
     ------
     AttnInputError
         if an array is not a finite 2-D real array, the shapes disagree, ``lam`` is not a
-        finite number ≥ 0, ``scale`` is not positive, or the logits λτQKᵀ overflow.
+        finite number ≥ 0, ``scale`` is not positive, or λτ or the logits λτQKᵀ overflow.
 
     Examples
     --------
@@ -63,17 +66,21 @@ def attention_norm_squared(Q, K, V, *, lam=1.0, scale=None) -> float:
     >>> round(attention_norm_squared(Q, K, V, scale=1e3), 12)
     1.0
     """
-    Q = as_float_array("Q", Q)
-    V = as_float_array("V", V)
+    Q, K, V = check_qkv(Q, K, V)
     lam = check_real("lam", lam, minimum=0.0)
     tau = check_scale(scale, Q.shape[1])
-    if lam == 0.0:
-        check_rows("V", V, as_float_array("K", K).shape[0], "K")
+    if lam * tau == 0.0:  # λ = 0, or λτ below the smallest float: uniform weights
         return _norm_at_zero(V.astype(np.float64), Q.shape[0])
-    return float(np.sum(attention(Q, K, V, scale=lam * tau) ** 2))
+    # the logits λτQKᵀ are bounded by λ·R, R their Cauchy–Schwarz range at λ = 1
+    if not (math.isfinite(lam * tau) and math.isfinite(lam * logit_range(Q, K, scale=tau))):
+        raise AttnInputError(
+            f"lam={lam!r} is too large: lam * scale or the logits lam * scale * Q @ K.T "
+            "overflow a float"
+        )
+    return float(np.sum(attention(Q, K, V, scale=lam * tau).astype(np.float64) ** 2))
 
 
-def _gradient_oracle(Q, K, V, grad_fn, scale):
+def _gradient_oracle(Q, K, V, grad_fn, scale, lam=None):
     """AS24 Thm E.5's embedding of an attention instance into the loss L(X).
 
     Returns (f0, fprime) where f(λ) = ‖softmax(λτQKᵀ)V‖²_F, f0 = f(0) computed directly, and
@@ -84,13 +91,10 @@ def _gradient_oracle(Q, K, V, grad_fn, scale):
     logits at X = λI are λτQKᵀ, so L(λI) = f(λ)/2 and, by the chain rule,
     f'(λ) = 2·⟨dL/dX, dX/dλ⟩ = 2·⟨dL/dX, I⟩ = 2·tr(dL/dX), with no extra factor. In AS24's
     own convention τ = 1/d (and d_v ≤ d, so D = d), A₁ = Q exactly. Parametrising X = λdI
-    instead, with A₁ = Q, would give f'(λ) = 2d·tr(dL/dX).
+    instead, with A₁ = Q, would give f'(λ) = 2d·tr(dL/dX). The oracle is asked at ``lam``
+    (None: at λ ∈ [0, 1], for the quadratures), where λA₁ and the logits must be finite.
     """
-    Q = as_float_array("Q", Q).astype(np.float64)
-    K = as_float_array("K", K).astype(np.float64)
-    V = as_float_array("V", V).astype(np.float64)
-    check_cols("K", K, Q.shape[1], "Q")
-    check_rows("V", V, K.shape[0], "K")
+    Q, K, V = (a.astype(np.float64) for a in _checked_qkv(Q, K, V))
     if not callable(grad_fn):
         raise AttnInputError(
             f"grad_fn must be callable like attnlib.attention_loss_grad, got {grad_fn!r}"
@@ -98,6 +102,7 @@ def _gradient_oracle(Q, K, V, grad_fn, scale):
     (n, d), dv = Q.shape, V.shape[1]
     tau = check_scale(scale, d)
     D = max(d, dv)
+    _check_embedding(Q, K, tau, D, lam)
     A1 = np.zeros((n, D))
     A1[:, :d] = (tau * D) * Q
     A2 = np.zeros((K.shape[0], D))
@@ -108,7 +113,12 @@ def _gradient_oracle(Q, K, V, grad_fn, scale):
     f0 = _norm_at_zero(V, n)
 
     def fprime(lam: float) -> float:
-        G = grad_fn(lam * np.eye(D), A1, A2, A3, Y, E)
+        try:
+            G = grad_fn(lam * np.eye(D), A1, A2, A3, Y, E)
+        except AttnInputError as exc:  # its arguments are ours (A1, ...): say whose they are
+            raise AttnInputError(
+                f"grad_fn refused the loss's embedding of Q, K, V at λ = {lam:g}: {exc}"
+            ) from None
         G = np.asarray(G)
         if G.shape != (D, D) or G.dtype.kind not in "fiu" or not np.isfinite(G).all():
             raise AttnInputError(
@@ -118,6 +128,33 @@ def _gradient_oracle(Q, K, V, grad_fn, scale):
         return 2.0 * float(np.trace(G))
 
     return f0, fprime
+
+
+def _checked_qkv(Q, K, V):
+    """Q (n, d), K (m, d), V (m, d_v) validated, refused before their float64 copies and the
+    loss's (rows, D) embedding arrays would exceed the allocation limit."""
+    Q, K, V = check_qkv(Q, K, V)
+    (n, d), m, dv = Q.shape, K.shape[0], V.shape[1]
+    D = max(d, dv)
+    # the float64 copies of Q, K and V, then A₁, E (n, D), A₂, A₃ (m, D) and Y (D, D)
+    need = 8 * (n * d + m * d + m * dv + 2 * (n + m) * D + D * D)
+    check_memory("the gradient oracle's embedding", need, culprits="Q, K or V")
+    return Q, K, V
+
+
+def _check_embedding(Q, K, tau: float, D: int, lam) -> None:
+    """The loss computes X·A₁ = λτD·Q, then (XA₁)A₂ᵀ, then divides by D: both must be finite
+    at ``lam`` (None: every λ ∈ [0, 1]), or the loss would refuse its own arguments (X, A1,
+    ...) instead of the caller's. The logits are bounded by their Cauchy–Schwarz range
+    R = τ·max‖Qᵢ‖·max‖Kⱼ‖, in O((n + m)d)."""
+    R = logit_range(Q, K, scale=tau)  # refuses a range beyond the float range
+    top = 1.0 if lam is None else abs(lam)
+    if not (math.isfinite(top * tau * D * max_abs(Q)) and math.isfinite(top * D * R)):
+        culprits = "Q, K or scale" if lam is None else "lam, Q, K or scale"
+        raise AttnInputError(
+            f"the loss's embedding λ·scale·D·Q (D = {D}) and its logits overflow float64 at "
+            f"λ = {top:g}: {culprits} is too large"
+        )
 
 
 def norm_derivative_from_gradient(Q, K, V, lam, grad_fn, *, scale=None) -> float:
@@ -136,24 +173,8 @@ def norm_derivative_from_gradient(Q, K, V, lam, grad_fn, *, scale=None) -> float
     0.0
     """
     lam = check_real("lam", lam)
-    _, fprime = _gradient_oracle(Q, K, V, grad_fn, scale)
-    _check_lambda_logits(Q, K, V, lam, scale)
+    _, fprime = _gradient_oracle(Q, K, V, grad_fn, scale, lam=lam)
     return fprime(lam)
-
-
-def _check_lambda_logits(Q, K, V, lam: float, scale) -> None:
-    """The embedded logits (A₁·λI)·A₂ᵀ, A₁ = τD·Q, must be finite, or the gradient oracle
-    cannot be asked (the loss raises, blaming its own arguments instead of lam)."""
-    Q = np.asarray(Q, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
-    D = max(Q.shape[1], np.shape(V)[1])
-    tau = check_scale(scale, Q.shape[1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        finite = np.isfinite((lam * ((tau * D) * Q)) @ K.T).all()
-    if not finite:
-        raise AttnInputError(
-            f"lam={lam!r} is too large: the logits lam * scale * Q @ K.T overflow float64"
-        )
 
 
 def attention_from_gradient(Q, K, V, grad_fn, *, nodes=32, scale=None) -> float:
@@ -233,7 +254,8 @@ def noisy_gradient(grad_fn, rel, rng):
     an integer seed.
 
     Raises :class:`AttnInputError` if ``grad_fn`` is not callable, ``rel`` is not a finite
-    number ≥ 0, or ``rng`` is neither a Generator nor an integer ≥ 0.
+    number ≥ 0, or ``rng`` is neither a Generator nor an integer ≥ 0; the returned function
+    raises it if ``grad_fn`` returns no finite real array or the noise overflows.
 
     Examples
     --------
@@ -250,7 +272,18 @@ def noisy_gradient(grad_fn, rel, rng):
         rng = np.random.default_rng(check_int("rng", rng, minimum=0))
 
     def noisy(*args):
-        G = grad_fn(*args)
-        return G + rel * np.abs(G).max() * rng.standard_normal(G.shape)
+        G = np.asarray(grad_fn(*args))
+        if G.dtype.kind not in "fiu" or G.size == 0 or not np.isfinite(G).all():
+            raise AttnInputError(
+                "grad_fn must return a non-empty finite real array like "
+                f"attnlib.attention_loss_grad, got shape {G.shape} dtype {G.dtype}"
+            )
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = G + rel * np.abs(G).max() * rng.standard_normal(G.shape)
+        if not np.isfinite(out).all():
+            raise AttnInputError(
+                f"rel={rel!r} is too large: the noise rel·max|G|·ξ overflows a float"
+            )
+        return out
 
     return noisy

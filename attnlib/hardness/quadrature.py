@@ -11,12 +11,12 @@ import numpy as np
 
 from .._checks import (
     AttnInputError,
-    as_float_array,
-    check_cols,
     check_int,
+    check_memory,
     check_positive_real,
-    check_rows,
+    check_qkv,
     check_scale,
+    max_abs,
 )
 
 __all__ = ["gauss_legendre_error_bound", "gauss_legendre_nodes_needed"]
@@ -47,13 +47,15 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
 
     Returns
     -------
-    float, the bound on |f(1) − estimate| (0.0 when every row of S is constant: f' ≡ 0)
+    float, the bound on |f(1) − estimate| (0.0 when every row of S is constant or V = 0:
+    f' ≡ 0; a bound below the smallest positive float is that float)
 
     Raises
     ------
     AttnInputError
         if an array is not a finite 2-D real array, the shapes disagree, ``nodes`` or ``grid``
-        is not an integer in range, or ``scale`` is not a positive finite number.
+        is not an integer in range, ``scale`` is not a positive finite number, the logits
+        would not fit in memory or overflow, or the bound is beyond the float range.
 
     Examples
     --------
@@ -61,44 +63,70 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     >>> gauss_legendre_error_bound(Q, K, V, 8) < 1e-12 < gauss_legendre_error_bound(Q, K, V, 2)
     True
     """
-    Q = as_float_array("Q", Q).astype(np.float64)
-    K = as_float_array("K", K).astype(np.float64)
-    V = as_float_array("V", V).astype(np.float64)
-    check_cols("K", K, Q.shape[1], "Q")
-    check_rows("V", V, K.shape[0], "K")
     nodes = check_int("nodes", nodes, maximum=4096)
+    terms = _bound_terms(Q, K, V, scale, grid)
+    if terms is None:
+        return 0.0
+    return _bound(terms, nodes)
+
+
+def _bound_terms(Q, K, V, scale, grid):
+    """The parts of :func:`gauss_legendre_error_bound` that do not depend on N, on the grid
+    of strip widths: ``(log_a, log_rho, W, vmax)`` with the bound at N nodes
+    exp(min over the grid of log_a − 2N·log_rho), or None when the bound is 0."""
+    Q, K, V = check_qkv(Q, K, V)
+    (n, d), m = Q.shape, K.shape[0]
     grid = check_int("grid", grid, maximum=100_000)
-    tau = check_scale(scale, Q.shape[1])
+    tau = check_scale(scale, d)
+    # float64 copies of Q, K, V; the logits S and one temporary of their size
+    check_memory(
+        "the logits' row widths", 8 * ((n + m) * d + V.size) + 16 * n * m, culprits="Q or K"
+    )
     with np.errstate(over="ignore", invalid="ignore"):
-        S = tau * (Q @ K.T)
+        S = tau * (Q.astype(np.float64) @ K.astype(np.float64).T)
         widths = S.max(axis=1) - S.min(axis=1)
     if not np.isfinite(widths).all():
         raise AttnInputError(
             "the logits scale * Q @ K.T overflow float64: Q, K or scale is too large"
         )
     W = float(widths.max())
-    vmax = float(np.abs(V).max())
+    vmax = max_abs(V)
     if W == 0.0 or vmax == 0.0:
-        return 0.0
-    # y = θπ/W with θ in (0, 1): a wider strip gives a larger ρ but a smaller c.
+        return None
+    # y = θπ/W with θ in (0, 1): a wider strip gives a larger ρ but a smaller c. W is taken
+    # at least 1e-150 here so that 4y² stays finite; a larger W only shrinks the strip and
+    # lowers c, so the bound still holds.
     theta = (np.arange(grid) + 0.5) / grid
-    y = theta * math.pi / W
+    y = theta * math.pi / max(W, 1e-150)
     c = np.cos(theta * math.pi / 2)
-    rho = 2 * y + np.sqrt(1 + 4 * y**2)
-    # In logs: Φ(y) overflows for large V, and ρ^(-2N) underflows long before the bound
-    # stops mattering.
+    # ρ − 1 = 2y + (√(1 + 4y²) − 1), the second term written without cancellation, so that
+    # log ρ and log(ρ² − 1) = log(ρ − 1) + log(ρ + 1) stay accurate when yW is tiny
+    rho_m1 = 2 * y + 4 * y**2 / (np.sqrt(1 + 4 * y**2) + 1)
+    log_rho = np.log1p(rho_m1)
+    # In logs: Φ(y) overflows for large V or many rows, and ρ^(-2N) underflows long before
+    # the bound stops mattering. Σ wᵢ = W·Σ(wᵢ/W), so that the sum cannot overflow.
     log_phi = (
         math.log(V.shape[1])
         + 2 * math.log(vmax)
-        + math.log(float(widths.sum()))
+        + math.log(W)
+        + math.log(float((widths / W).sum()))
         + np.log((1 + 1 / c) / c**2)
     )
-    with np.errstate(divide="ignore"):
-        log_bound = math.log(32 / 15) + log_phi - 2 * nodes * np.log(rho) - np.log(rho**2 - 1)
-    best = float(log_bound.min())
+    log_a = math.log(32 / 15) + log_phi - np.log(rho_m1) - np.log(rho_m1 + 2)
+    return log_a, log_rho, W, vmax
+
+
+def _bound(terms, nodes: int) -> float:
+    """The bound at ``nodes`` nodes from :func:`_bound_terms`; refused beyond the float
+    range, and rounded up to the smallest positive float below it (it stays a bound)."""
+    log_a, log_rho, W, vmax = terms
+    best = float((log_a - 2 * nodes * log_rho).min())
     if best > math.log(sys.float_info.max):
-        raise AttnInputError(f"the bound overflows a float: V is too large (max |V| = {vmax:.3g})")
-    return math.exp(best)
+        raise AttnInputError(
+            "the bound overflows a float: V is too large or the logits' rows too wide "
+            f"(max |V| = {vmax:.3g}, widest row of scale * Q @ K.T: {W:.3g})"
+        )
+    return max(math.exp(best), math.ulp(0.0))
 
 
 def gauss_legendre_nodes_needed(Q, K, V, tol, *, scale=None, max_nodes: int = 4096) -> int:
@@ -125,8 +153,11 @@ def gauss_legendre_nodes_needed(Q, K, V, tol, *, scale=None, max_nodes: int = 40
     """
     tol = check_positive_real("tol", tol)
     max_nodes = check_int("max_nodes", max_nodes, maximum=4096)
+    terms = _bound_terms(Q, K, V, scale, 256)  # the logits are formed once, not per N
+    if terms is None:
+        return 1
     for nodes in range(1, max_nodes + 1):
-        if gauss_legendre_error_bound(Q, K, V, nodes, scale=scale) <= tol:
+        if _bound(terms, nodes) <= tol:
             return nodes
     raise AttnInputError(
         f"tol={tol!r} is not guaranteed by {max_nodes} nodes: raise max_nodes or tol"

@@ -88,12 +88,26 @@ def _is_sequence(x) -> bool:
     return hasattr(x, "__iter__")
 
 
+#: Formulas with n_clauses·n_vars up to this many entries are drawn, as in earlier versions,
+#: from one (n_clauses, n_vars) uniform matrix (at most 512 KiB), so that every seed keeps the
+#: formula it gave then (the book's formulas among them); larger ones never form the matrix.
+_MATRIX_DRAW_MAX = 1 << 16
+
+
 def random_ksat(n_vars, n_clauses, k, *, seed) -> list[tuple[int, ...]]:
     """A uniformly random k-CNF formula: each clause has k distinct variables and random signs.
 
+    Each clause's variables are a uniform k-subset of 1..n_vars, independently of the other
+    clauses, and each literal's sign is a fair coin. Small formulas (n_clauses·n_vars ≤ 2¹⁶)
+    take the first k entries of a random permutation of the variables per clause, from one
+    uniform (n_clauses, n_vars) draw; larger ones draw k variables per clause and redraw the
+    repeated ones until the k are distinct, in O(n_clauses·k) memory and
+    O(n_clauses·k·log k) expected time, whatever n_vars. Both are exact samplers of the same
+    distribution, and a seed gives the same formula on every machine.
+
     Parameters
     ----------
-    n_vars : number of variables N ≥ k
+    n_vars : number of variables N ≥ k (at most 2⁶³ − 1, so that literals fit in int64)
     n_clauses : number of clauses (the satisfiability threshold of random 3-SAT is near 4.26 N)
     k : clause width
     seed : seed of the numpy generator (required: every formula in the book is reproducible)
@@ -106,28 +120,77 @@ def random_ksat(n_vars, n_clauses, k, *, seed) -> list[tuple[int, ...]]:
     ------
     AttnInputError
         if a count is not a positive integer, k > n_vars, the seed is not an integer ≥ 0, or
-        the draw would not fit in memory.
+        the formula would not fit in memory.
 
     Examples
     --------
     >>> random_ksat(4, 2, 3, seed=0)
     [(2, 3, 4), (1, -3, 4)]
+    >>> len(random_ksat(10**6, 3, 3, seed=0)[0])
+    3
     """
-    n_vars = check_int("n_vars", n_vars)
+    n_vars = check_int("n_vars", n_vars, maximum=_MAX_VARS)
     n_clauses = check_int("n_clauses", n_clauses)
     k = check_int("k", k, maximum=n_vars)
     seed = check_int("seed", seed, minimum=0)
-    # an (n_clauses, n_vars) float64 draw and its int64 argsort, then the list of tuples
+    small = n_clauses * n_vars <= _MATRIX_DRAW_MAX
+    # Per clause: five int64 arrays of k entries (the variables, a sorted copy, the signs,
+    # two temporaries of the literals), then a Python list of k ints (32 bytes each) and the
+    # tuple made from it. The matrix draw adds its float64 matrix and int64 argsort; the
+    # complement draw of a clause wider than n_vars/2 a boolean (n_clauses, n_vars) table.
+    if small:
+        table = 16 * n_clauses * n_vars
+    else:
+        table = n_clauses * n_vars if 2 * k > n_vars else 0
     check_memory(
-        "random_ksat's (n_clauses, n_vars) draw",
-        16 * n_clauses * n_vars + (64 + 40 * k) * n_clauses,
-        culprits="n_clauses or n_vars",
+        "random_ksat's formula",
+        (104 + 88 * k) * n_clauses + table,
+        culprits="n_clauses or k" if small or not table else "n_clauses, k or n_vars",
     )
     rng = np.random.default_rng(seed)
-    # k distinct variables per clause: the first k of a uniform random permutation
-    variables = np.sort(rng.random((n_clauses, n_vars)).argsort(axis=1)[:, :k], axis=1) + 1
+    if small:
+        # k distinct variables per clause: the first k of a uniform random permutation
+        variables = np.sort(rng.random((n_clauses, n_vars)).argsort(axis=1)[:, :k], axis=1)
+    else:
+        variables = _distinct_sorted(rng, n_vars, n_clauses, k)
     signs = rng.integers(0, 2, size=(n_clauses, k)) * 2 - 1
-    return [tuple(int(x) for x in row) for row in (variables * signs).tolist()]
+    return [tuple(int(x) for x in row) for row in ((variables + 1) * signs).tolist()]
+
+
+#: random_ksat's largest n_vars: the literals ±n_vars are held in int64.
+_MAX_VARS = 2**63 - 1
+
+
+def _distinct_sorted(rng, n: int, rows: int, k: int) -> np.ndarray:
+    """``rows`` independent uniform k-subsets of {0, …, n − 1}, each sorted: an int64
+    (rows, k) array.
+
+    Draw k values per row, then redraw a row's repeated values (those equal to their left
+    neighbour after sorting) until every row holds k distinct ones. Each step only depends on
+    the set of distinct values so far, in a way that commutes with relabelling {0, …, n − 1},
+    so the final set's law is invariant under every permutation: it is uniform over the
+    k-subsets. For k ≤ n/2 a redrawn value repeats with probability below 1/2, so the redraws
+    shrink geometrically; for k > n/2 the n − k left-out values are drawn instead.
+    """
+    if 2 * k > n:
+        out = np.ones((rows, n), dtype=np.bool_)
+        if k < n:
+            out[np.arange(rows)[:, None], _distinct_sorted(rng, n, rows, n - k)] = False
+        return np.nonzero(out)[1].reshape(rows, k).astype(np.int64, copy=False)
+    values = rng.integers(0, n, size=(rows, k), dtype=np.int64)
+    values.sort(axis=1)
+    todo = np.arange(rows)
+    while todo.size:
+        block = values[todo]
+        repeated = block[:, 1:] == block[:, :-1]
+        has = repeated.any(axis=1)
+        todo, block, repeated = todo[has], block[has], repeated[has]
+        if not todo.size:
+            break
+        block[:, 1:][repeated] = rng.integers(0, n, size=int(repeated.sum()), dtype=np.int64)
+        block.sort(axis=1)
+        values[todo] = block
+    return values
 
 
 def _clause_masks(clauses):
@@ -295,6 +358,16 @@ def write_dimacs(clauses, n_vars, *, comment: str | None = None) -> str:
 _DECIMAL = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
+def _dimacs_int(tok: str, lineno: int, what: str) -> int:
+    """A DIMACS integer token as an int (``tok`` matches :data:`_DECIMAL`)."""
+    try:
+        return int(tok)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits())
+        raise AttnInputError(
+            f"text line {lineno}: {what} has {len(tok.lstrip('+-'))} digits, too many to read"
+        ) from None
+
+
 def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
     """Parse DIMACS CNF text; return ``(clauses, n_vars)``.
 
@@ -331,7 +404,8 @@ def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
                 raise AttnInputError(
                     f"text line {lineno}: header counts must be integers, got {line!r}"
                 )
-            n_vars, n_declared = int(parts[2]), int(parts[3])
+            n_vars = _dimacs_int(parts[2], lineno, "the header's n_vars")
+            n_declared = _dimacs_int(parts[3], lineno, "the header's n_clauses")
             if n_vars < 1 or n_declared < 1:
                 raise AttnInputError(
                     f"text line {lineno}: header needs n_vars >= 1 and n_clauses >= 1, got {line!r}"
@@ -342,7 +416,7 @@ def read_dimacs(text) -> tuple[list[tuple[int, ...]], int]:
         for tok in line.split():
             if not _DECIMAL.fullmatch(tok):
                 raise AttnInputError(f"text line {lineno}: literal must be an integer, got {tok!r}")
-            lit = int(tok)
+            lit = _dimacs_int(tok, lineno, "a literal")
             if lit == 0:
                 clauses.append(tuple(current))
                 current = []

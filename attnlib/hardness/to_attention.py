@@ -15,10 +15,14 @@ import numpy as np
 
 from .._checks import (
     AttnInputError,
+    as_float_array,
     check_bool,
+    check_cols,
     check_int,
+    check_memory,
     check_positive_real,
     check_real,
+    check_rows,
     check_scale,
 )
 from ..exact import attention
@@ -42,6 +46,14 @@ def _entry_size(beta: float, tau: float) -> float:
 def _instance_size(na: int, nb: int) -> int:
     """The n of the logit scales: the larger side, at least 3 (so that ln n > 1)."""
     return max(na, nb, 3)
+
+
+def _check_instance_fits(na: int, nb: int, width: int) -> None:
+    """Refuse, before allocating, an instance whose float64 Q (n_a, width), K and V
+    (n_b + n rows), and a float64 temporary as large as Q or K, exceed the allocation limit."""
+    rows = nb + _instance_size(na, nb)
+    need = 8 * (2 * na * width + 2 * rows * width + rows)
+    check_memory("the attention instance", need, culprits="A or B")
 
 
 def ov_to_attention(A, B, *, scale=None):
@@ -81,7 +93,8 @@ def ov_to_attention(A, B, *, scale=None):
     ------
     AttnInputError
         if A or B is not a non-empty 2-D boolean (or 0/1) array, their column counts differ,
-        or ``scale`` is not positive or so small that the entries overflow.
+        ``scale`` is not positive or so small that the entries overflow, or the instance would
+        not fit in memory.
 
     Examples
     --------
@@ -94,6 +107,7 @@ def ov_to_attention(A, B, *, scale=None):
     A, B = _as_bool_pair(A, B)
     (na, m), nb = A.shape, B.shape[0]
     tau = check_scale(scale, m)
+    _check_instance_fits(na, nb, m)
     n = _instance_size(na, nb)
     beta = 3.0 * math.log(n)
     s = _entry_size(beta, tau)
@@ -144,8 +158,8 @@ def gap_ann_to_attention(A, B, t, eps, *, scale=None):
     ------
     AttnInputError
         if A or B is not a non-empty 2-D boolean (or 0/1) array, their column counts differ,
-        t and eps are not positive with (1+eps)·t ≤ m, or ``scale`` is not positive or so
-        small that the entries overflow.
+        t and eps are not positive with (1+eps)·t ≤ m, ``scale`` is not positive or so
+        small that the entries overflow, or the instance would not fit in memory.
 
     Examples
     --------
@@ -162,6 +176,7 @@ def gap_ann_to_attention(A, B, t, eps, *, scale=None):
     t, eps = _check_gap(t, eps, m)
     d = 2 * m
     tau = check_scale(scale, d)
+    _check_instance_fits(na, nb, d)
     n = _instance_size(na, nb)
     t_mid = t + eps * t / 2
     beta = (2 * math.log(n) + 2) / (t_mid - t)
@@ -190,6 +205,11 @@ def _check_instances(instances) -> list[tuple]:
                 f"instances[{k}] must be a tuple (Q, K, V, threshold, yes), got {item!r:.60}"
             )
         Q, K, V, threshold, yes = item
+        Q = as_float_array(f"instances[{k}]'s Q", Q)
+        K = as_float_array(f"instances[{k}]'s K", K)
+        V = as_float_array(f"instances[{k}]'s V", V)
+        check_cols(f"instances[{k}]'s K", K, Q.shape[1], "its Q")
+        check_rows(f"instances[{k}]'s V", V, K.shape[0], "its K")
         threshold = check_real(f"instances[{k}]'s threshold", threshold)
         checked.append((Q, K, V, threshold, check_bool(f"instances[{k}]'s yes", yes)))
     if not checked:
@@ -198,11 +218,18 @@ def _check_instances(instances) -> list[tuple]:
 
 
 def _decides(instances, c: float, scale: float) -> bool:
-    """Every instance decided correctly with Q and K shrunk by c, i.e. at scale c²·scale."""
-    return all(
-        (attention(Q, K, V, scale=c * c * scale)[:, 0].max() >= threshold) == yes
-        for Q, K, V, threshold, yes in instances
-    )
+    """Every instance decided correctly with Q and K shrunk by c, i.e. at scale c²·scale
+    (refused, naming the instance, where the core refuses its logits or size)."""
+    for k, (Q, K, V, threshold, yes) in enumerate(instances):
+        try:
+            # c²·scale below the smallest float: the logits are 0 at any positive scale
+            tau = max(c * c * scale, math.ulp(0.0))
+            top = attention(Q, K, V, scale=tau)[:, 0].max()
+        except AttnInputError as exc:
+            raise AttnInputError(f"instances[{k}] at scale={scale!r}: {exc}") from None
+        if (top >= threshold) != yes:
+            return False
+    return True
 
 
 def needed_entry_factor(instances, scale, *, steps: int = 20) -> float:
