@@ -57,6 +57,7 @@ and backward pass of a head by the exact core or the polynomial method, the two 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,10 +70,12 @@ from ._checks import (
     check_choice,
     check_cols,
     check_int,
+    check_memory,
     check_open_unit,
     check_positive_real,
     check_scale,
     describe_int,
+    max_abs,
 )
 from .exact import attention_backward, attention_forward
 from .machines import BOOK_CPU_CORE, CpuCore, machine
@@ -105,7 +108,9 @@ DEFAULT_SLOW_MEMORY = 2**33
 class MethodCost:
     """One method's numbers at one point: ``flops``, ``io`` (words), ``slow_words`` (extra
     slow memory it holds), ``cost`` = flops + flops_per_word·io (``inf`` if infeasible),
-    ``feasible`` and a short ``note`` (why infeasible, or the degree and rank)."""
+    ``feasible`` and a short ``note`` (why infeasible, or the degree and rank). A number the
+    model cannot give is ``nan``: the I/O of a schedule that does not fit in M, and every
+    number of a polynomial that does not exist (or whose rank or flops overflow)."""
 
     method: str
     flops: float
@@ -160,10 +165,14 @@ class Advice:
     def table(self) -> str:
         """A plain-text table of the four methods' numbers, the winner marked with ``*``."""
         lines = [f"{'method':<12}{'flops':>11}{'I/O words':>11}{'cost':>11}  note"]
+
+        def cell(x: float) -> str:
+            return f"{x:11.3e}" if math.isfinite(x) else f"{'—':>11}"
+
         for c in self.costs:
             mark = "*" if c.method == self.method else " "
-            cost = f"{c.cost:11.3e}" if c.feasible else f"{'—':>11}"
-            lines.append(f"{mark}{c.method:<11}{c.flops:11.3e}{c.io:11.3e}{cost}  {c.note}")
+            cost = cell(c.cost) if c.feasible else f"{'—':>11}"
+            lines.append(f"{mark}{c.method:<11}{cell(c.flops)}{cell(c.io)}{cost}  {c.note}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -178,8 +187,8 @@ def method_flops(method: str, n: int, d: int, rank: int | None = None) -> float:
 
     ``rank`` (r = C(g+d, d)) is required for ``"polynomial"``.
 
-    Raises :class:`attnlib.AttnInputError` if ``method`` is not one of :data:`METHODS` or n,
-    d (or the rank) is not a positive integer.
+    Raises :class:`attnlib.AttnInputError` if ``method`` is not one of :data:`METHODS`, n,
+    d (or the rank) is not a positive integer, or the count overflows a float.
 
     Examples
     --------
@@ -187,14 +196,31 @@ def method_flops(method: str, n: int, d: int, rank: int | None = None) -> float:
     (812646400.0, 14192640.0)
     """
     n, d = check_int("n", n), check_int("d", d)
-    if method == "exact":
-        return 12.0 * n * n * d + 7.0 * n * n
-    if method in ("flash", "smallcache"):
-        return 14.0 * n * n * d + 9.0 * n * n
-    if method == "polynomial":
-        r = check_int("rank", rank)
-        return 8.0 * n * r * d * d + 16.0 * n * r * d + 6.0 * n * r
-    raise AttnInputError(f"method must be one of {METHODS}, got {method!r}")
+    check_choice("method", method, METHODS)
+    r = check_int("rank", rank) if method == "polynomial" else None
+    try:  # float arithmetic: inf on overflow, OverflowError for an int beyond the float range
+        if method == "exact":
+            flops = 12.0 * n * n * d + 7.0 * n * n
+        elif method in ("flash", "smallcache"):
+            flops = 14.0 * n * n * d + 9.0 * n * n
+        else:
+            flops = 8.0 * n * r * d * d + 16.0 * n * r * d + 6.0 * n * r
+    except OverflowError:
+        flops = math.inf
+    if not math.isfinite(flops):
+        sizes = f"n={describe_int(n)}, d={describe_int(d)}"
+        sizes += "" if r is None else f", rank={describe_int(r)}"
+        who = "n or d" if r is None else "n, d or rank"
+        raise AttnInputError(
+            f"the flop count of {method} at {sizes} overflows a float: {who} is too large"
+        )
+    return flops
+
+
+def _words(count: int) -> str:
+    """A word count for a note: ``2.00e+00`` style, or its order of magnitude for an int
+    beyond the float range."""
+    return f"{count:.2e}" if count < 1e308 else describe_int(count)
 
 
 def _polynomial_io(n: int, d: int, r: int, M: int) -> float:
@@ -215,6 +241,8 @@ def _counted(method, n, d, M):
             c = io.smallcache_forward_count(n, d, M) + io.smallcache_backward_count(n, d, M)
     except AttnInputError as exc:
         return None, f"does not fit in M={M} words ({exc})"
+    if c.total > sys.float_info.max:  # an exact int count beyond the float cost model
+        return None, "its I/O count overflows a float"
     return float(c.total), ""
 
 
@@ -278,31 +306,29 @@ def advise(
     R = B * B
     if not math.isfinite(R):
         raise AttnInputError(f"B must be at most 1.34e+154 (so that R = B² is finite), got {B!r}")
-    try:
-        return _advise(n, d, B, eps, M, balance, slow_memory, R)
-    except OverflowError:  # an int (n or d) too large for the float cost model
-        raise AttnInputError(
-            f"n={describe_int(n)} or d={describe_int(d)} is too large: the cost model's flop "
-            "counts overflow a float"
-        ) from None
+    # B² below the smallest float: a logit range of (about) 0, where degree 0 suffices
+    R = max(R, math.ulp(0.0))
+    return _advise(n, d, B, eps, M, balance, slow_memory, R)
 
 
 def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
     costs = []
     for method in ("exact", "flash", "smallcache"):
-        flops = method_flops(method, n, d)
+        flops = method_flops(method, n, d)  # refuses an n or d beyond the float cost model
         slow = {"exact": 3.0 * n * n, "flash": 0.0, "smallcache": 2.0 * n * n}[method]
         words, note = _counted(method, n, d, M)
         feasible = words is not None and slow <= slow_memory
         if words is not None and not feasible:
-            note = f"needs {slow:.2e} words of slow memory > {slow_memory:.2e}"
+            note = f"needs {slow:.2e} words of slow memory > {_words(slow_memory)}"
         cost = flops + balance * words if feasible else math.inf
-        costs.append(MethodCost(method, flops, words or 0.0, slow, cost, feasible, note))
+        io_words = math.nan if words is None else words
+        costs.append(MethodCost(method, flops, io_words, slow, cost, feasible, note))
 
     g, note = _degree(R, eps)
     r = None
+    nan = math.nan
     if g is None:
-        costs.append(MethodCost("polynomial", 0.0, 0.0, 0.0, math.inf, False, note))
+        costs.append(MethodCost("polynomial", nan, nan, nan, math.inf, False, note))
     else:
         try:
             r = pm.feature_rank(d, g) if g > 0 else 1
@@ -310,17 +336,24 @@ def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
             r = None
     if g is not None and r is None:
         note = f"degree {g}: the rank C(g+d, d) exceeds 1e300"
-        costs.append(MethodCost("polynomial", 0.0, 0.0, math.inf, math.inf, False, note))
+        costs.append(MethodCost("polynomial", nan, nan, nan, math.inf, False, note))
     elif g is not None:
-        flops = method_flops("polynomial", n, d, r)
-        words = _polynomial_io(n, d, r, M)
-        slow = 6.0 * n * r
-        feasible = slow <= slow_memory
-        note = f"degree {g}, rank {r:,}"
-        if not feasible:
-            note += f"; needs {slow:.2e} words of slow memory > {slow_memory:.2e}"
-        cost = flops + balance * words if feasible else math.inf
-        costs.append(MethodCost("polynomial", flops, words, slow, cost, feasible, note))
+        try:
+            flops = method_flops("polynomial", n, d, r)
+        except AttnInputError:  # n·r·d² beyond the float range: far from feasible
+            flops = None
+        if flops is None:
+            note = f"degree {g}, rank {r:,}: its flop count overflows a float"
+            costs.append(MethodCost("polynomial", nan, nan, 6.0 * n * r, math.inf, False, note))
+        else:
+            words = _polynomial_io(n, d, r, M)
+            slow = 6.0 * n * r
+            feasible = slow <= slow_memory
+            note = f"degree {g}, rank {r:,}"
+            if not feasible:
+                note += f"; needs {slow:.2e} words of slow memory > {_words(slow_memory)}"
+            cost = flops + balance * words if feasible else math.inf
+            costs.append(MethodCost("polynomial", flops, words, slow, cost, feasible, note))
 
     for c in costs:
         if c.feasible and not math.isfinite(c.cost):
@@ -347,6 +380,14 @@ def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
     return Advice(best.method, n, d, B, eps, M, balance, slow_memory, R, g, r, tuple(costs), reason)
 
 
+def _length(name: str, values) -> int:
+    """The length of a sequence argument (0 if it has none: :func:`_sequence` refuses it)."""
+    try:
+        return len(values)
+    except TypeError:
+        return 0
+
+
 def _sequence(name: str, values) -> list:
     """A non-empty 1-D sequence (list, tuple or array) as a list of its items."""
     if isinstance(values, (str, bytes, dict, set)) or not hasattr(values, "__len__"):
@@ -359,21 +400,43 @@ def _sequence(name: str, values) -> list:
     return values
 
 
+#: method_boundaries' largest n: the grid is built in floats and held in int64.
+_MAX_N = 2**62
+
+
+def _check_machine(machine: dict) -> None:
+    """The keywords passed on to :func:`advise` as the machine: only its two keywords."""
+    unknown = sorted(set(machine) - {"flops_per_word", "slow_memory"})
+    if unknown:
+        raise AttnInputError(
+            f"{unknown[0]} is not a machine keyword: pass flops_per_word and slow_memory (or "
+            "M as its own argument), as attnlib.advice.machine returns them"
+        )
+
+
 def decision_map(ns, Bs, *, d, eps, M, **machine) -> np.ndarray:
     """The recommended method over a grid: an integer array (len(Bs), len(ns)) of indices
     into :data:`METHODS` (row i is B = Bs[i], column j is n = ns[j]). ``machine`` passes
     ``flops_per_word`` and ``slow_memory`` to :func:`advise`.
 
     Raises :class:`attnlib.AttnInputError` if ``ns`` is not a non-empty sequence of positive
-    integers, ``Bs`` not one of positive numbers, or :func:`advise` refuses a point.
+    integers, ``Bs`` not one of positive numbers, ``machine`` holds a keyword other than
+    ``flops_per_word`` and ``slow_memory``, or :func:`advise` refuses a point.
 
     Examples
     --------
     >>> decision_map([64, 2**20], [0.05, 2.0], d=32, eps=1e-3, M=2**16).tolist()
     [[1, 3], [1, 1]]
     """
+    # the int64 grid, and a Python list of each axis (a pointer and a number per point)
+    check_memory(
+        "decision_map's grid",
+        8 * _length("ns", ns) * _length("Bs", Bs) + 40 * (_length("ns", ns) + _length("Bs", Bs)),
+        culprits="ns or Bs",
+    )
     ns = [check_int(f"ns[{j}]", v) for j, v in enumerate(_sequence("ns", ns))]
     Bs = [check_positive_real(f"Bs[{i}]", v) for i, v in enumerate(_sequence("Bs", Bs))]
+    _check_machine(machine)
     out = np.empty((len(Bs), len(ns)), dtype=np.int64)
     for i, B in enumerate(Bs):
         for j, n in enumerate(ns):
@@ -390,12 +453,16 @@ def method_boundaries(d, B, eps, M, *, n_lo: int = 16, n_hi: int = 2**26, **mach
     change and its reversal inside one grid step would be missed; the grid is fine enough
     for the cost model's smooth formulas.)
 
-    Raises :class:`attnlib.AttnInputError` if ``n_hi`` ≤ ``n_lo`` or :func:`advise` refuses
-    the arguments.
+    Raises :class:`attnlib.AttnInputError` if ``n_lo`` or ``n_hi`` is not an integer from 1 to
+    2⁶², ``n_hi`` ≤ ``n_lo``, ``machine`` holds a keyword other than ``flops_per_word`` and
+    ``slow_memory``, or :func:`advise` refuses the arguments.
     """
-    n_lo, n_hi = check_int("n_lo", n_lo), check_int("n_hi", n_hi)
+    # n on a float geometric grid: both ends must be floats, and sequence lengths fit in int64
+    n_lo = check_int("n_lo", n_lo, maximum=_MAX_N)
+    n_hi = check_int("n_hi", n_hi, maximum=_MAX_N)
     if n_hi <= n_lo:
         raise AttnInputError(f"n_hi must exceed n_lo={n_lo}, got {n_hi}")
+    _check_machine(machine)
 
     def method(n):
         return advise(n, d, B, eps, M, **machine).method
@@ -427,7 +494,7 @@ def entry_bound(Q, K, *, scale=None) -> float:
     the B to pass to :func:`advise`.
 
     Raises :class:`attnlib.AttnInputError` if Q (n, d) or K (m, d) is not a finite float
-    array, their widths differ, or ``scale`` is not a positive number.
+    array, their widths differ, ``scale`` is not a positive number, or B overflows a float.
 
     Examples
     --------
@@ -441,7 +508,13 @@ def entry_bound(Q, K, *, scale=None) -> float:
     check_cols("K", K, Q.shape[1], "Q")
     d = Q.shape[1]
     fold = d**0.25 if scale is None else math.sqrt(check_scale(scale, d) * d)
-    return fold * max(float(np.abs(Q).max()), float(np.abs(K).max()))
+    B = fold * max(max_abs(Q), max_abs(K))
+    if not math.isfinite(B):
+        raise AttnInputError(
+            f"the entry bound √(scale·d)·max(|Q|, |K|) overflows a float: Q, K or scale is "
+            f"too large (fold √(scale·d) = {fold:.3g})"
+        )
+    return B
 
 
 def attention_step(method: str, Q, K, V, dO, eps: float = 1e-3):

@@ -219,3 +219,39 @@ def test_machine_of_the_book_cpu_core_is_its_l2_and_balance():
 def test_machine_bad_input(call, match):
     with pytest.raises(AttnInputError, match=match):
         call()
+
+
+def test_counts_beyond_the_float_range_are_refused_naming_the_size():
+    with pytest.raises(AttnInputError, match=r"n=~10\^400, d=64 overflows a float: n or d"):
+        method_flops("exact", 10**400, 64)
+    with pytest.raises(AttnInputError, match="n or d is too large"):
+        method_flops("flash", 10**160, 1)  # a float inf, not an OverflowError
+    with pytest.raises(AttnInputError, match="n, d or rank is too large"):
+        method_flops("polynomial", 2**40, 2**20, rank=10**300)
+    with pytest.raises(AttnInputError, match="n or d is too large"):
+        advise(10**400, 64, 1.0, 1e-3, 4096)
+
+
+def test_entries_whose_square_underflows_have_degree_zero():
+    a = advise(4096, 64, 1e-200, 1e-3, 2**16)  # B² = 1e-400 is below every float
+    assert a.degree == 0 and a.rank == 1 and a.R > 0
+
+
+def test_numbers_the_model_cannot_give_are_nan_not_zero():
+    a = advise(4096, 64, 3.5, 1e-6, 2**16)  # R = 12.25: no polynomial at 1e-6
+    poly = a.cost_of("polynomial")
+    assert not poly.feasible and math.isnan(poly.flops) and math.isnan(poly.io)
+    small = advise(2**20, 2**20, 0.1, 1e-3, 2**16, slow_memory=2**200)  # d too wide for M
+    assert math.isnan(small.cost_of("exact").io) and small.cost_of("exact").flops > 0
+    assert "0.000e+00" not in a.table() + small.table()
+
+
+def test_machine_keywords_and_n_range_of_the_sweeps():
+    with pytest.raises(AttnInputError, match="speed is not a machine keyword"):
+        decision_map([64], [1.0], d=8, eps=1e-3, M=1024, speed=2)
+    with pytest.raises(AttnInputError, match="speed is not a machine keyword"):
+        method_boundaries(8, 1.0, 1e-3, 1024, speed=2)
+    with pytest.raises(AttnInputError, match="n_hi must be an integer <= 4611686018427387904"):
+        method_boundaries(8, 1.0, 1e-3, 1024, n_hi=10**400)
+    with pytest.raises(AttnInputError, match="entry bound .* overflows a float"):
+        entry_bound(np.ones((2, 4)), np.ones((3, 4)), scale=1e308)

@@ -218,8 +218,9 @@ def quadrature_errors_figure(gl_nodes, rm_nodes, errors):
     Raises :class:`attnlib.AttnInputError` if the node counts are not positive integers or an
     error list does not match its nodes.
     """
-    gl_nodes = [check_int("gl_nodes", N) for N in gl_nodes]
-    rm_nodes = [check_int("rm_nodes", N) for N in rm_nodes]
+    # the node counts attention_from_gradient and riemann_from_gradient accept
+    gl_nodes = [check_int("gl_nodes", N, maximum=4096) for N in gl_nodes]
+    rm_nodes = [check_int("rm_nodes", N, maximum=1 << 16) for N in rm_nodes]
     if not isinstance(errors, dict) or not 1 <= len(errors) <= 7:
         raise AttnInputError(f"errors must be a dict of 1 to 7 instances, got {errors!r:.60}")
     fig, ax = plt.subplots()

@@ -7,7 +7,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, as_float_array, check_int, check_open_unit
+from .._checks import AttnInputError, as_float_array, check_choice, check_int, check_open_unit
 from . import add_takeaway
 
 __all__ = [
@@ -33,6 +33,11 @@ DECISION_COLORS = ("#7f7f7f", "#1f77b4", "#d62728", "#2ca02c")
 LOGIT_QUANTILES = (0.001, 0.25, 0.5, 0.75, 0.999)
 
 
+#: The largest sequence length or word count a figure takes: held in int64, and its square a
+#: float.
+_MAX_N = 2**62
+
+
 def _colors() -> list:
     return plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -41,7 +46,7 @@ def _vector(name: str, values, *, allow_nan: bool = False) -> np.ndarray:
     """A 1-D float64 array of numbers (NaN allowed only with ``allow_nan``)."""
     try:
         arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the floats
         raise AttnInputError(f"{name} must be a sequence of numbers, got {values!r:.60}") from None
     arr = as_float_array(name, arr, ndim=1, allow_nonfinite=allow_nan)
     if np.isinf(arr).any():
@@ -214,12 +219,14 @@ def threshold_sweep_figure(B_grid, ranks, errors, *, n: int, degree: int, eps: f
     Figure.
 
     Raises :class:`attnlib.AttnInputError` on sequences of different lengths, non-positive
-    B or errors, n or degree not a positive integer, or a B_range that is not (lo, hi).
+    B or errors, n (at most 2⁶²) or degree not a positive integer, or a B_range that is not
+    (lo, hi).
     """
     B = _vector("B_grid", B_grid)
     r = _vector("ranks", ranks, allow_nan=True)
     e = _vector("errors", errors)
-    n, degree = check_int("n", n), check_int("degree", degree)
+    # n² is drawn: a sequence length held in int64 keeps it a float
+    n, degree = check_int("n", n, maximum=_MAX_N), check_int("degree", degree)
     lo, hi = _range("B_range", B_range)
     eps = check_open_unit("eps", eps)
     if not (r.shape == e.shape == B.shape) or (B <= 0).any() or (e <= 0).any():
@@ -350,8 +357,10 @@ def decision_map_figure(ns, Bs, maps, *, methods, eps, M, threshold=True, title=
     Returns the Figure.
 
     Raises :class:`attnlib.AttnInputError` if ``ns`` or ``Bs`` is not a sequence of positive
-    numbers, a grid's shape is not (len(Bs), len(ns)) or its entries are not indices into
-    ``methods``, or ``band`` is not (lo, hi).
+    numbers, a key d of ``maps`` is not a positive integer, a grid's shape is not
+    (len(Bs), len(ns)) or its entries are not indices into ``methods``, ``eps`` is not in
+    (0, 1), M is not an integer from 1 to 2⁶², or ``band`` is not (lo, hi). A single n or B
+    is drawn as one cell a factor 2 wide.
     """
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
@@ -369,12 +378,17 @@ def decision_map_figure(ns, Bs, maps, *, methods, eps, M, threshold=True, title=
             or not ((grid >= 0) & (grid < len(methods))).all()
         ):
             raise AttnInputError(f"maps[{d}] must be a (len(Bs), len(ns)) grid of method indices")
+    eps, M = check_open_unit("eps", eps), check_int("M", M, maximum=_MAX_N)
+    for d in maps:
+        check_int("maps' key d", d)
     cmap = ListedColormap(DECISION_COLORS[: len(methods)])
     norm = BoundaryNorm(np.arange(len(methods) + 1) - 0.5, cmap.N)
     fig, axes = plt.subplots(1, len(maps), figsize=(3.4 * len(maps) + 0.6, 3.9), sharey=True)
     axes = np.atleast_1d(axes)
 
     def edges(v):
+        if v.size == 1:  # one cell: a factor 2 either side
+            return np.array([v[0] / 2, v[0] * 2])
         lv = np.log(v)
         mid = (lv[1:] + lv[:-1]) / 2
         return np.exp(np.concatenate([[2 * lv[0] - mid[0]], mid, [2 * lv[-1] - mid[-1]]]))
@@ -484,10 +498,17 @@ def method_costs_figure(advice, *, machine: str = ""):
 def method_costs_at(log2_n: int, d: int, B: float, machine: str, eps_exp: int):
     """Chapter 9's live figure: :func:`method_costs_figure` of :func:`attnlib.advise` at
     n = 2**log2_n, head dimension d, entry bound B and eps = 10**-eps_exp on ``machine``, a
-    name of :data:`attnlib.machines.BOOK_MACHINES`."""
+    name of :data:`attnlib.machines.BOOK_MACHINES`.
+
+    Raises :class:`attnlib.AttnInputError` if ``machine`` is not such a name, ``log2_n`` not
+    an integer from 1 to 62, ``eps_exp`` not one from 1 to 300, or :func:`attnlib.advise`
+    refuses d or B."""
     from ..advice import advise
     from ..machines import BOOK_MACHINES
 
+    check_choice("machine", machine, tuple(BOOK_MACHINES))
+    log2_n = check_int("log2_n", log2_n, maximum=62)
+    eps_exp = check_int("eps_exp", eps_exp, maximum=300)  # eps = 10^-eps_exp, a positive float
     return method_costs_figure(
         advise(2**log2_n, d, B, 10.0**-eps_exp, **BOOK_MACHINES[machine]), machine=machine
     )
