@@ -77,7 +77,8 @@ def machine(device, dtype: str) -> dict:
     ------
     AttnInputError
         if ``device`` is neither a Device nor a CpuCore, ``dtype`` is unknown or has no peak
-        on the device, or the device lacks its on-chip or memory sizes.
+        on the device, the device lacks its on-chip or memory sizes, or its fast or slow
+        memory holds no whole word of ``dtype``.
 
     Examples
     --------
@@ -92,20 +93,26 @@ def machine(device, dtype: str) -> dict:
     word = WORD_BYTES[dtype]
     if isinstance(device, CpuCore):
         check_choice("dtype", dtype, ("fp64",))
-        return {
-            "M": device.cache_bytes // word,
-            "flops_per_word": device.flops_per_word,
-            "slow_memory": device.memory_bytes // word,
-        }
-    if not isinstance(device, Device):
+        M, balance = _words(device, "cache_bytes", word, dtype), device.flops_per_word
+    elif isinstance(device, Device):
+        if device.memory_bytes is None:
+            raise AttnInputError(f"device {device.name} has no main-memory size (memory_bytes)")
+        M, balance = device.onchip_words(dtype), machine_balance(device, dtype)
+    else:
         raise AttnInputError(f"device must be a Device or a CpuCore, got {type(device).__name__}")
-    if device.memory_bytes is None:
-        raise AttnInputError(f"device {device.name} has no main-memory size (memory_bytes)")
     return {
-        "M": device.onchip_words(dtype),
-        "flops_per_word": machine_balance(device, dtype),
-        "slow_memory": device.memory_bytes // word,
+        "M": M,
+        "flops_per_word": balance,
+        "slow_memory": _words(device, "memory_bytes", word, dtype),
     }
+
+
+def _words(device, field: str, word: int, dtype: str) -> int:
+    """Whole words of ``dtype`` in the device's ``field`` (bytes), refused if none."""
+    words = getattr(device, field) // word
+    if words == 0:
+        raise AttnInputError(f"device {device.name}: {field} hold no whole word of {dtype}")
+    return words
 
 
 # The two machines of Chapter 9's maps, by the names its figures print.

@@ -434,3 +434,184 @@ def test_bad_inputs(call, message):
     O, lse = al.attention_forward(Q, K, V)
     with pytest.raises(AttnInputError, match=message):
         call(dict(Q=Q, K=K, V=V, O=O, dO=dO, lse=lse))
+
+
+# ---- logits that overflow the dtype are refused by every schedule -----------------------
+#
+# Finite Q and K whose logits τQKᵀ pass the float range used to give O = 0 and lse = −inf
+# (a fully masked row's output) or NaN. Every schedule refuses them with the compiled
+# kernels' error, naming Q, K and scale.
+
+_BIG_Q = np.full((4, 2), 1e200)
+_BIG_K = np.full((3, 2), 1e200)
+_V3 = np.ones((3, 2))
+_O4, _LSE4 = np.ones((4, 2)), np.zeros(4)
+
+
+def _three_level_forward(Q, K, V, **kw):
+    from attnlib.iomodel import hierarchy
+
+    return hierarchy.flash_forward_three_level(Q, K, V, M_l2=2 * kw.pop("M"), M=4096, **kw)
+
+
+def _three_level_backward(Q, K, V, O, dO, lse, **kw):
+    from attnlib.iomodel import hierarchy
+
+    return hierarchy.flash_backward_three_level(Q, K, V, O, dO, lse, M=4096, M_l2=8192)
+
+
+OVERFLOWING_RUNS = {
+    "flash_forward": lambda Q, K: io.flash_forward(Q, K, _V3, M=4096),
+    "flash_forward_causal": lambda Q, K: io.flash_forward_causal(Q, K, _V3, M=4096),
+    "standard_forward": lambda Q, K: io.standard_forward(Q, K, _V3, M=4096),
+    "smallcache_forward": lambda Q, K: io.smallcache_forward(Q, K, _V3, M=64),
+    "smallcache_forward_unshifted": lambda Q, K: io.smallcache_forward(
+        Q, K, _V3, M=64, unshifted=True
+    ),
+    "three_level_forward": lambda Q, K: _three_level_forward(Q, K, _V3, M=4096),
+    "gqa_forward": lambda Q, K: io.gqa_flash_forward(Q[None], K[None], _V3[None], M=4096),
+    "gqa_forward_by_head": lambda Q, K: io.gqa_flash_forward(
+        Q[None], K[None], _V3[None], M=4096, grouped=False
+    ),
+    "flash_backward": lambda Q, K: io.flash_backward(Q, K, _V3, _O4, _O4, _LSE4, M=4096),
+    "flash_backward_causal": lambda Q, K: io.flash_backward_causal(
+        Q, K, _V3, _O4, _O4, _LSE4, M=4096
+    ),
+    "standard_backward": lambda Q, K: io.standard_backward(Q, K, _V3, _O4, _O4, _LSE4, M=4096),
+    "smallcache_backward": lambda Q, K: io.smallcache_backward(Q, K, _V3, _O4, _O4, _LSE4, M=64),
+    "three_level_backward": lambda Q, K: _three_level_backward(Q, K, _V3, _O4, _O4, _LSE4),
+    "gqa_backward": lambda Q, K: io.gqa_flash_backward(
+        Q[None], K[None], _V3[None], _O4[None], _O4[None], _LSE4[None], M=4096
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERFLOWING_RUNS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_schedule_refuses_logits_that_overflow(name, dtype, monkeypatch):
+    """In the run's dtype: float32 throughout overflows at 10²⁰·10²⁰·2 > 3.4·10³⁸."""
+    size = 1e200 if dtype == np.float64 else 1e20
+    Q, K = (_BIG_Q / 1e200 * size).astype(dtype), (_BIG_K / 1e200 * size).astype(dtype)
+    for name_, value in (("_V3", _V3), ("_O4", _O4), ("_LSE4", _LSE4)):
+        monkeypatch.setitem(globals(), name_, value.astype(dtype))
+    with pytest.raises(AttnInputError, match=rf"overflow {np.dtype(dtype).name}.*Q, K or scale"):
+        OVERFLOWING_RUNS[name](Q, K)
+
+
+def test_a_float32_pair_run_in_float64_is_not_refused():
+    """The logits are checked in the dtype the run computes in: float32 Q and K with a
+    float64 V run in float64, where 10²⁰·10²⁰ fits."""
+    Q = np.full((2, 2), 1e20, dtype=np.float32)
+    O, lse, _ = io.flash_forward(Q, Q, np.ones((2, 1)), M=4096)
+    assert O.dtype == np.float64 and np.isfinite(lse).all()
+
+
+def test_decode_refuses_overflowing_logits_naming_q():
+    q = np.full((2, 4), 1e200)
+    K = np.full((1, 3, 4), 1e200)
+    with pytest.raises(AttnInputError, match=r"overflow.*the argument q"):
+        io.decode_forward(q, K, np.ones((1, 3, 2)), M=4096)
+
+
+def test_logits_just_inside_the_range_still_run():
+    """Large but finite logits (the kernels' own limit is the float range) run and equal the
+    exact core: the check refuses only what overflows."""
+    Q = np.array([[1e154, 0.0], [0.0, 1.0]])
+    K = np.array([[1e154, 0.0], [1.0, 1.0]])
+    V = np.array([[1.0, 2.0], [3.0, 4.0]])
+    O, lse = al.attention_forward(Q, K, V, scale=1.0)
+    for run in (io.flash_forward, io.standard_forward):
+        O2, lse2, _ = run(Q, K, V, M=4096, scale=1.0)
+        _close(O2, O)
+        _close(lse2, lse)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # then refused
+def test_smallcache_refuses_a_partial_sum_that_overflows_over_column_tiles():
+    """The whole dot product is finite (the check before the run passes), but summed over
+    column tiles of width b = 2 the partial (0.9 + 0.9)·10³⁰⁸ overflows; with b = 1 the
+    order is the dot product's and the run is exact."""
+    Q = np.array([[-1e308, 0.0, 0.9e308, 0.9e308]])
+    K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    V = np.ones((2, 1))
+    O, lse = al.attention_forward(Q, K, V, scale=1.0)
+    O1, lse1, _ = io.smallcache_forward(Q, K, V, M=5, scale=1.0)  # b = 1
+    _close(O1, O)
+    _close(lse1, lse)
+    assert io.smallcache_forward_tile(16) == 2 and io.smallcache_backward_tile(24) == 2
+    with pytest.raises(AttnInputError, match="column tiles of width b = 2"):
+        io.smallcache_forward(Q, K, V, M=16, scale=1.0)
+    with pytest.raises(AttnInputError, match="column tiles of width b = 2"):
+        io.smallcache_backward(Q, K, V, O, np.ones((1, 1)), lse, M=24, scale=1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_forward_accumulator_does_not_overflow_for_values_near_the_float_range(dtype):
+    """Σ_j exp(s_j − max)·v_j adds up to m rows of V before dividing by the row sum: with
+    entries near the largest float it used to reach inf although O does not. V is scaled by
+    a power of two inside the step, exactly, and O back; the counts are unchanged."""
+    rng = np.random.default_rng(3)
+    big = float(np.finfo(dtype).max)
+    Q, K = (rng.standard_normal((7, 3)).astype(dtype) for _ in range(2))
+    V = (np.clip(rng.standard_normal((7, 2)), -1, 1) * 0.99 * big).astype(dtype)
+    V[:, 0] = 0.99 * big  # every key row at the top: the plain sum would overflow
+    O, lse = al.attention_forward(Q, K, V)
+    tol = 1e-12 if dtype == np.float64 else 1e-5  # relative to max|O|, as the float32 tests
+    for M in (io.flash_forward_min_M(3, d_v=2), 4096):
+        O2, lse2, count = io.flash_forward(Q, K, V, M=M)
+        assert np.isfinite(O2).all() and O2.dtype == dtype
+        _close(O2, O, tol=tol)
+        _close(lse2, lse, tol=tol)
+        assert count == io.flash_forward_count(7, 3, M, d_v=2)
+
+
+def test_block_sparse_counts_are_exact_beyond_int64():
+    """The per-block arithmetic of a block-sparse count used int64, which wrapped around
+    (a peak of 7.8·10¹⁸ for 10²⁰ words). A full block mask counts as the dense pass at every
+    size, and the Python-int path equals the int64 path where both apply."""
+    from attnlib.iomodel import blocks
+
+    n = 10**10
+    full = np.ones((1, 1), dtype=bool)
+    for count in (io.flash_forward_count, io.flash_backward_count):
+        assert count(n, 1, 10**12, blocks=(n, n), block_mask=full) == count(
+            n, 1, 10**12, blocks=(n, n)
+        )
+        assert count(8, 10**30, 10**70, block_mask=full) == count(8, 10**30, 10**70)
+    rng = np.random.default_rng(0)
+    for n, m, B_r, B_c in [(9, 11, 2, 4), (16, 4, 5, 1), (5, 11, 3, 2)]:
+        bm = rng.random((-(-n // B_r), -(-m // B_c))) < 0.5
+        kw = dict(m=m, blocks=(B_r, B_c), block_mask=bm)
+        small = [
+            count(n, 2, 10**6, **kw) for count in (io.flash_forward_count, io.flash_backward_count)
+        ]
+        limit = blocks._INT64_MAX
+        try:
+            blocks._INT64_MAX = 0  # force the Python-int path
+            exact = [
+                count(n, 2, 10**6, **kw)
+                for count in (io.flash_forward_count, io.flash_backward_count)
+            ]
+        finally:
+            blocks._INT64_MAX = limit
+        assert exact == small
+
+
+def test_block_sparse_count_refuses_a_grid_beyond_memory():
+    bm = np.ones((1, 1), dtype=bool)
+    grid = np.broadcast_to(bm, (10**5, 10**5))  # a read-only view: no memory of its own
+    with pytest.raises(AttnInputError, match="block_mask"):
+        io.flash_backward_count(10**5, 2, 10**6, blocks=(1, 1), block_mask=grid)
+
+
+def test_causal_runs_accept_blocks_longer_than_the_inputs():
+    """A block larger than n used to reach numpy as an index beyond int64."""
+    rng = np.random.default_rng(5)
+    Q, K, V = (rng.standard_normal((3, 2)) for _ in range(3))
+    mask = io.causal_mask(3)
+    O, lse = al.attention_forward(Q, K, V, mask=mask)
+    for M in (10**400, 4096):
+        O2, lse2, count = io.flash_forward_causal(Q, K, V, M=M, blocks=(10**400, 10**400))
+        _close(O2, O)
+        assert count == io.flash_forward_causal_count(3, 2, M, blocks=(10**400, 10**400))
+    assert io.flash_block_mask(mask, (10**400, 10**400)).tolist() == [[True]]

@@ -145,3 +145,40 @@ def test_flops_and_intensity():
         / io.flash_forward_causal_count(1024, 64, 10**5).total
     )
     assert causal == want and 0.5 * full < causal < full
+
+
+def test_decode_names_q_not_the_internal_Q():
+    """decode_forward passes q (H, d) on as Q (H, 1, d); its refusals name q."""
+    K, V = np.ones((2, 5, 4)), np.ones((2, 5, 3))
+    with pytest.raises(al.AttnInputError, match="q's head count H = 3"):
+        io.decode_forward(np.ones((3, 4)), K, V, M=4096)
+    with pytest.raises(al.AttnInputError, match="like q,"):
+        io.decode_forward(np.ones((2, 3)), K, V, M=4096)
+    with pytest.raises(al.AttnInputError, match="the argument q"):
+        io.decode_forward(np.full((2, 4), 1e200), K * 1e200, V, M=4096)
+
+
+def test_gqa_lower_bound_at_extreme_sizes():
+    """A huge M gives the (finite) trivial bound instead of blaming n, m and d; a bound
+    beyond the float range names H among the culprits."""
+    H, H_kv, n, d = 8, 2, 64, 8
+    trivial = (H * n + 2 * H_kv * n) * d + H * n * d
+    assert io.gqa_lower_bound(H, H_kv, n, d, 10**400) == trivial
+    with pytest.raises(al.AttnInputError, match="H, n, m or d is too large"):
+        io.gqa_lower_bound(10**400, 1, 64, 8, 4096)
+    # unchanged where both expressions fit
+    g = H // H_kv
+    want = max(trivial, H_kv * min(g * n * n * d * d / 4096, g * n * n * d / 64))
+    assert io.gqa_lower_bound(H, H_kv, n, d, 4096) == pytest.approx(want, rel=1e-15)
+
+
+def test_gqa_runs_are_refused_when_their_steps_add_up_past_the_budget():
+    """Each head's run is within the budget, but 40 of them are not."""
+    Q, K = np.ones((40, 200, 2)), np.ones((1, 200, 2))
+    with pytest.raises(al.AttnInputError, match="gqa_flash_forward would take 1600000"):
+        io.gqa_flash_forward(Q, K, K, M=11, grouped=False)
+    O, lse = np.ones((40, 200, 2)), np.zeros((40, 200))
+    with pytest.raises(al.AttnInputError, match="gqa_flash_backward would take"):
+        io.gqa_flash_backward(Q, K, K, O, O, lse, M=18, grouped=False)
+    # one head alone runs: 200 × 200 steps
+    assert io.flash_forward(Q[0], K[0], K[0], M=11)[2] == io.flash_forward_count(200, 2, 11)

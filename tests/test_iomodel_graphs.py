@@ -13,6 +13,7 @@ from attnlib.iomodel.graphs import (
     ComputationGraph,
     attention_dv_graph,
     attention_forward_graph,
+    check_schedule,
     evaluate_graph,
     inner_product_graph,
     least_feasible_M,
@@ -171,3 +172,115 @@ def test_bad_values(call, message):
     G = inner_product_graph(2)
     with pytest.raises(AttnInputError, match=message):
         call(G)
+
+
+# ---- vertex indices, values and schedules are checked, never coerced ----------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(preds=((), (), (0.7, 1.2)), outputs=(2,)), r"preds\[2\]\[0\] must be an integer"),
+        (dict(preds=((), (), (0, 1)), outputs=(2.9,)), r"outputs\[0\] must be an integer"),
+        (dict(preds=((), (), (0, 1)), outputs=(True,)), r"outputs\[0\] must be an integer"),
+        (dict(preds=((), (), (0, 10**400)), outputs=(2,)), r"earlier vertices.*~10\^400"),
+        (dict(preds=((), (), (0, 1)), outputs=2), "outputs must be a sequence"),
+        (dict(names="abc", preds=((), (), (0, 1)), outputs=(2,)), "names must be a sequence"),
+        (dict(names=("a", 2, "c"), preds=((), (), (0, 1)), outputs=(2,)), r"names\[1\]"),
+        (dict(ops=("input", ["input"], "add"), preds=((), (), (0, 1)), outputs=(2,)), r"ops\[1\]"),
+    ],
+)
+def test_graph_indices_are_integers_not_truncated(kwargs, match):
+    base = dict(names=("a", "b", "c"), ops=("input", "input", "add"))
+    with pytest.raises(AttnInputError, match=match):
+        ComputationGraph(**{**base, **kwargs})
+
+
+def test_numpy_integer_indices_are_accepted():
+    G = ComputationGraph(
+        ("a", "b", "c"), ("input", "input", "add"), ((), (), np.array([0, 1])), (np.int64(2),)
+    )
+    assert G.preds == ((), (), (0, 1)) and G.outputs == (2,)
+
+
+@pytest.mark.parametrize(
+    "inputs,match",
+    [
+        ([1e200, 1e200, 1e200, 1e200], r"vertex 'p0' \(mul\) inf"),
+        ([10**400, 1, 1, 1], "inputs must have a float32 or float64 dtype"),
+        ({"a0": 10**400, "a1": 1, "b0": 1, "b1": 1}, r"inputs\['a0'\] must be a finite"),
+        ([True, False, True, True], "inputs must have a float32 or float64 dtype"),
+    ],
+)
+def test_evaluation_refuses_values_beyond_the_float_range(inputs, match):
+    with pytest.raises(AttnInputError, match=match):
+        evaluate_graph(inner_product_graph(2), inputs)
+
+
+def test_evaluation_of_the_softmax_graph_refuses_exp_overflow_and_a_zero_row_sum():
+    G = attention_forward_graph(1, 2, 1)  # inputs Q(0,0), K(0,0), K(1,0), V(0,0), V(1,0)
+    with pytest.raises(AttnInputError, match=r"'E\(0,0\)' \(exp\) inf"):
+        evaluate_graph(G, [1e3, 1.0, 1.0, 1.0, 1.0])
+    with pytest.raises(AttnInputError, match=r"'P\(0,0\)' \(div\) divide by zero"):
+        evaluate_graph(G, [-1e3, 1.0, 1.0, 1.0, 1.0])  # exp(−1000) = 0 in both keys
+
+
+# ---- the game's rules, one checker for the replay and for the partition ------------------
+
+
+def _moves_of(G, M):
+    from attnlib.iomodel import optimal_io
+
+    return list(optimal_io(G, M).moves)
+
+
+ILLEGAL = [
+    (lambda G, good: [("compute", G.index("s"))] + good, r"moves\[0\].*cannot compute"),
+    (lambda G, good: [("read", G.index("p0"))] + good, r"moves\[0\].*without a blue pebble"),
+    (lambda G, good: [("compute", G.index("a0"))], r"moves\[0\].*an input cannot be computed"),
+    (lambda G, good: [("write", G.index("a0"))], r"moves\[0\].*no red pebble"),
+    (lambda G, good: [("delete", G.index("a0"))], r"moves\[0\].*no red pebble"),
+    (lambda G, good: [("read", 0), ("read", 0)], r"moves\[1\].*already has a red pebble"),
+    (lambda G, good: good[:3], r"moves leave outputs without a blue pebble at the end"),
+    (lambda G, good: [("read", 0.0)], r"moves\[0\] vertex must be an integer"),
+    (lambda G, good: [("read", 10**400)], r"moves\[0\] vertex must be an integer <="),
+]
+
+
+@pytest.mark.parametrize("make,match", ILLEGAL)
+def test_schedule_segments_and_the_replay_refuse_illegal_schedules(make, match):
+    """schedule_segments used to accept any move list (a compute of a vertex whose
+    predecessors were never read, say) and report dominators of a play that cannot
+    happen."""
+    from attnlib.iomodel import replay_schedule, schedule_segments
+
+    G = inner_product_graph(2)
+    moves = make(G, _moves_of(G, 4))
+    for check in (
+        lambda: check_schedule(G, moves),
+        lambda: schedule_segments(G, moves, 4),
+        lambda: replay_schedule(G, moves, 4),
+    ):
+        with pytest.raises(AttnInputError, match=match):
+            check()
+
+
+def test_schedule_segments_refuses_more_red_pebbles_than_M():
+    from attnlib.iomodel import schedule_segments
+
+    G = inner_product_graph(2)
+    moves = _moves_of(G, 4)  # legal with 4 red pebbles, not with 3
+    assert schedule_segments(G, moves, 4)
+    with pytest.raises(AttnInputError, match=r"moves\[\d+\].*red pebble number 4, with M = 3"):
+        schedule_segments(G, moves, 3)
+    with pytest.raises(AttnInputError, match="with M = 3"):
+        check_schedule(G, moves, 3)
+    assert check_schedule(G, moves, 4) == moves  # normalised and returned, not modified
+
+
+def test_the_replay_refuses_values_that_leave_the_float_range():
+    from attnlib.iomodel import replay_schedule
+
+    G = inner_product_graph(2)
+    with pytest.raises(AttnInputError, match=r"inputs make 'p0' \(mul\) inf"):
+        replay_schedule(G, _moves_of(G, 4), 4, [1e200, 1e200, 1e200, 1e200])

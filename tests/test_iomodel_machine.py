@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from attnlib import AttnInputError
-from attnlib.iomodel import CapacityError, IOCount, MachineError, Op, TwoLevelMemory
+from attnlib.iomodel import (
+    CapacityError,
+    IOCount,
+    MachineError,
+    Op,
+    TwoLevelMemory,
+    words_by_array,
+)
 
 
 def machine(M=100, record=False):
@@ -220,3 +227,18 @@ def test_log_is_empty_unless_recording():
     mem.free(mem.alloc(3))
     assert [op.op for op in mem.log] == ["alloc", "free"]
     assert mem.log[0] == ("alloc", None, None, None, 3)
+
+
+def test_alloc_refuses_a_fill_beyond_its_dtype_and_keeps_infinities():
+    mem = TwoLevelMemory(8)
+    with pytest.raises(AttnInputError, match="fill = 1e\\+308 is beyond the range of float32"):
+        mem.alloc(2, dtype=np.float32, fill=1e308)
+    block = mem.alloc(2, dtype=np.float32, fill=-np.inf)  # a running maximum's start
+    assert np.isneginf(block).all()
+    mem.free(block)
+
+
+@pytest.mark.parametrize("log", [None, 3, "load"])
+def test_words_by_array_names_a_log_that_is_not_one(log):
+    with pytest.raises(AttnInputError, match="log must be a list of Op"):
+        words_by_array(log)

@@ -124,3 +124,13 @@ def test_bad_inputs(call, message):
     A = np.ones((3, 4))
     with pytest.raises(AttnInputError, match=message):
         call(A)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # then refused
+@pytest.mark.parametrize("run", [naive_matmul, tiled_matmul])
+def test_a_product_beyond_the_float_range_is_refused_not_returned_as_inf(run):
+    A, B = np.full((3, 2), 1e300), np.full((2, 3), 1e300)
+    with pytest.raises(AttnInputError, match="A @ B overflows float64: A or B"):
+        run(A, B, M=64)
+    C, _ = run(A, B / 1e300, M=64)  # large but finite: exact
+    assert np.array_equal(C, np.full((3, 3), 2e300))

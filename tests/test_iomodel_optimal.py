@@ -182,6 +182,25 @@ def test_refusals_name_the_limit(call, message):
         call()
 
 
+def test_the_default_budget_is_a_count_not_a_clock(monkeypatch):
+    """By default the search has no deadline: on a machine whose clock races (a slow, loaded
+    one, as the search sees it) it returns the same optimum and the same number of expanded
+    configurations, and its only refusal is max_states, at the same count."""
+    import attnlib.iomodel.optimal as optimal_module
+
+    G = matmul_graph(2, 2, 2)
+    calm = optimal_io(G, 5)
+    clock = iter(range(0, 10**9, 3600))  # every reading an hour after the last
+    monkeypatch.setattr(optimal_module.time, "perf_counter", lambda: float(next(clock)))
+    busy = optimal_io(G, 5)
+    assert (busy.io, busy.moves, busy.states) == (calm.io, calm.moves, calm.states)
+    with pytest.raises(AttnInputError, match=f"max_states = {calm.states - 1}"):
+        optimal_io(G, 5, max_states=calm.states - 1)
+    optimal_io(G, 5, max_states=calm.states)  # exactly enough
+    with pytest.raises(AttnInputError, match="max_seconds = 60"):  # a deadline, if asked for
+        optimal_io(G, 5, max_seconds=60)
+
+
 BAD_INPUTS = [
     (lambda G, good: optimal_io("graph", 4), "G must be", AttnInputError),
     (lambda G, good: optimal_io(G, 2), "M must be an integer >= 3", AttnInputError),

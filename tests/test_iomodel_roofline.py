@@ -3,13 +3,15 @@ them, FlashAttention's intensity is the exact count's, and the claims of the roo
 (balance, decode, GQA, the H100 forward near its balance point) hold."""
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from attnlib import AttnInputError
+from attnlib import AttnInputError, machines
 from attnlib import iomodel as io
+from attnlib.iomodel import hierarchy
 from attnlib.iomodel import roofline as rf
 
 
@@ -138,3 +140,91 @@ def test_figure_builders_draw_and_refuse_bad_input():
         with pytest.raises(AttnInputError):
             call()
     plt.close("all")
+
+
+# ---- the cost model at extreme inputs: the right answer or a refusal naming the argument -
+
+
+def _device(**fields):
+    base = dict(name="test", bandwidth=1e12, peak_bf16=1e14, peak_fp32=1e13)
+    base |= dict(llc_bytes=2**22, smem_bytes=2**16, regs_bytes=2**16, sms=8, memory_bytes=2**30)
+    return rf.Device(**{**base, **fields})
+
+
+def test_balance_and_rates_refuse_instead_of_dividing_by_zero_or_overflowing():
+    with pytest.raises(AttnInputError, match=r"bandwidth = \S+ bytes/s rounds to 0 words"):
+        rf.machine_balance(_device(bandwidth=5e-324), "bf16")
+    with pytest.raises(AttnInputError, match=r"peak_bf16 / bandwidth .* beyond the float range"):
+        rf.machine_balance(_device(bandwidth=1e-300, peak_bf16=1e300), "bf16")
+    with pytest.raises(AttnInputError, match=r"beyond the float range, got 0 flops per word"):
+        rf.machine_balance(_device(bandwidth=1e300, peak_bf16=1e-300), "bf16")  # underflow
+    assert rf.machine_balance(_device(bandwidth=1e100, peak_bf16=1e-100), "bf16") == 2e-200
+
+
+def test_no_overlap_rate_is_finite_and_accurate_at_every_intensity():
+    """peak·I/(I + β) overflowed to inf (then inf/inf) for intensities near the float range;
+    it is now lo/(1 + lo/hi) of the two roofs, the same value."""
+    h100 = rf.H100_SXM5
+    peak, balance = h100.peak("bf16"), rf.machine_balance(h100, "bf16")
+    for x in (1e-300, 1e-3, 2.0, balance, 1e6, 1e300, 1e308):
+        got = rf.no_overlap_flops(x, h100, "bf16")
+        want = float(Fraction(peak) * Fraction(x) / (Fraction(x) + Fraction(balance)))
+        assert math.isfinite(got) and math.isclose(got, want, rel_tol=4e-16), (x, got, want)
+    assert rf.no_overlap_flops(balance, h100, "bf16") == pytest.approx(peak / 2, rel=1e-15)
+    rates = rf.no_overlap_flops(np.array([1e-300, balance, 1e308]), h100, "bf16")
+    assert np.isfinite(rates).all() and rates[-1] == pytest.approx(peak, rel=1e-15)
+    assert rf.attainable_flops(1e308, h100, "bf16") == peak
+    with pytest.raises(AttnInputError, match="intensity is too small"):
+        rf.attainable_flops(5e-324, _device(bandwidth=1e-10), "bf16")
+
+
+def test_memory_sizes_of_no_whole_word_are_refused():
+    tiny = _device(smem_bytes=1, regs_bytes=1, llc_bytes=1)
+    with pytest.raises(AttnInputError, match="smem_bytes \\+ regs_bytes hold no whole word"):
+        tiny.onchip_words("fp64")
+    with pytest.raises(AttnInputError, match="llc_bytes hold no whole word"):
+        tiny.llc_words("fp64")
+    assert tiny.onchip_words("bf16") == 1
+
+
+def test_a_head_dimension_too_large_for_the_device_blames_d_and_the_device():
+    """The on-chip M is derived from the device, so a refusal that blamed M named no argument
+    of the call."""
+    small = _device(smem_bytes=64, regs_bytes=64)
+    for call in (
+        lambda: rf.roofline_point(small, "bf16", 1024, 64),
+        lambda: hierarchy.heads_sharing_l2(small, 1024, 64),
+        lambda: hierarchy.l2_absorption(small, 1024, 64),
+        lambda: hierarchy.l2_absorption(small, 1024, 64, which="backward"),
+    ):
+        with pytest.raises(AttnInputError, match=r"d=64 is too large for device test"):
+            call()
+
+
+def test_intensities_beyond_the_float_range_are_refused():
+    with pytest.raises(AttnInputError, match="intensity is beyond the float range"):
+        rf.flash_intensity(10**400, 1, 10**400)
+    with pytest.raises(AttnInputError, match="intensity is beyond the float range"):
+        io.prefill_decode_intensity(10**400, 1, 10**400)
+    with pytest.raises(AttnInputError, match="H, m and M are too large"):
+        rf.decode_intensity(10**400, 4, 10**400, H=10**400)
+    # about 2·min(g, B_r) flops per word: huge H alone is finite
+    assert math.isfinite(rf.decode_intensity(10**400, 4, 4096, H=10**400))
+    # huge but representable
+    assert math.isfinite(rf.flash_intensity(10**12, 64, 10**6, causal=True))
+
+
+def test_measure_cpu_refuses_before_allocating_or_running_for_hours():
+    with pytest.raises(AttnInputError, match=r"\bn is too large"):
+        rf.measure_cpu(n=10**6)
+    with pytest.raises(AttnInputError, match=r"\blength is too large"):
+        rf.measure_cpu(length=10**12)
+    with pytest.raises(AttnInputError, match="repeats must be an integer <="):
+        rf.measure_cpu(repeats=10**400)
+
+
+def test_machine_presets_refuse_memories_of_no_whole_word():
+    with pytest.raises(AttnInputError, match="memory_bytes hold no whole word of fp64"):
+        machines.machine(_device(memory_bytes=1, peak_fp64=1e12), "fp64")
+    with pytest.raises(AttnInputError, match="cache_bytes hold no whole word of fp64"):
+        machines.machine(machines.CpuCore("core", 7, 32.0, 2**30), "fp64")

@@ -92,3 +92,73 @@ def test_words_by_array_adds_up_to_the_count():
     reads, writes = io.words_by_array(mem.log)
     assert sum(reads.values()) == count.reads and sum(writes.values()) == count.writes
     assert reads["Q"] == 12 * 4 and set(writes) == {"O", "lse"}
+
+
+# ---- memory guards and the int64 range of the sweeps' arrays ------------------------------
+
+
+def test_cache_sizes_refuse_before_allocating_and_keep_their_endpoints():
+    with pytest.raises(AttnInputError, match="hi - lo is too large"):
+        io.cache_sizes(1, 10**12)  # 8 TB of int64, refused before numpy is asked
+    with pytest.raises(AttnInputError, match="points is too large"):
+        io.cache_sizes(1, 10**6, points=10**9)
+    with pytest.raises(AttnInputError, match=r"hi must be an integer <= 9223372036854775807"):
+        io.cache_sizes(1, 10**400, points=5)
+    top = 2**63 - 1  # the largest int64: float64 rounds it up to 2⁶³, which int64 cannot hold
+    sizes = io.cache_sizes(2**62, top, points=7)
+    assert sizes[0] == 2**62 and sizes[-1] == top and (np.diff(sizes) > 0).all()
+    assert sizes.dtype == np.int64
+    sizes = io.cache_sizes(3, 10**15, points=50)
+    assert sizes[0] == 3 and sizes[-1] == 10**15 and (np.diff(sizes) > 0).all()
+
+
+def test_block_cover_and_sparse_sweep_refuse_grids_beyond_memory():
+    with pytest.raises(AttnInputError, match=r"T_r·T_c is too large"):
+        io.block_cover(10**6, 10**6)
+    with pytest.raises(AttnInputError, match=r"n \(for this M\) is too large"):
+        io.block_sparse_sweep(10**7, 4, 64, [0.5])
+
+
+def test_block_sparse_sweep_kept_scores_are_exact_at_any_size():
+    """The bound's Z_QK, Σ over kept blocks of r_i·c_j, used an int64 product of block
+    sizes; with blocks longer than n it reached numpy as a huge int."""
+    sweep = io.block_sparse_sweep(64, 4, 10**400, [1.0])
+    assert sweep.counts[0] == sweep.dense
+    assert sweep.bounds[0] == io.sparse_lower_bound(64 * 4, 64 * 64, 10**400)
+
+
+def test_crossover_compares_exact_counts_and_refuses_what_a_float_cannot_hold():
+    with pytest.raises(AttnInputError, match="M_max must be an integer <="):
+        io.smallcache_crossover(64, 8, M_max=10**400)
+    with pytest.raises(AttnInputError, match="n and d are too large"):
+        io.smallcache_crossover(10**200, 8)
+    # the default range is capped at the int64 range, not refused
+    sweep = io.smallcache_crossover(10**12, 2**31)
+    assert sweep.Ms[-1] == 2**63 - 1 and np.isfinite(sweep.flash).all()
+    # the crossover is the first M at which FlashAttention's exact count is no larger
+    sweep = io.smallcache_crossover(1024, 64)
+    M = sweep.M
+    assert (
+        io.flash_backward_count(1024, 64, M).total
+        <= io.smallcache_backward_count(1024, 64, M).total
+    )
+    assert (
+        io.flash_backward_count(1024, 64, M - 1).total
+        > io.smallcache_backward_count(1024, 64, M - 1).total
+    )
+
+
+def test_advantage_and_ratios_name_the_sizes_at_fault():
+    with pytest.raises(AttnInputError, match=r"Ms\[0\] must be an integer <="):
+        io.smallcache_advantage(64, 8, [10**400])
+    with pytest.raises(AttnInputError, match=r"Ms\[1\] = 10 is below FlashAttention's smallest"):
+        io.smallcache_advantage(64, 8, [1024, 10])
+    with pytest.raises(AttnInputError, match="Ms must be a 1-D sequence"):
+        io.smallcache_advantage(64, 8, 1024)
+    # a bound that underflows to 0 next to its count: the ratio is not a float
+    with pytest.raises(AttnInputError, match=r"bound\(n, d, Ms\[0\]\) must be a positive"):
+        io.bound_ratios(io.flash_backward_count, io.backward_lower_bound, 64, 8, [10**400])
+    with pytest.raises(AttnInputError, match="count must return an IOCount"):
+        io.bound_ratios(lambda n, d, M: 3, io.backward_lower_bound, 64, 8, [1024])
+    ratio = io.bound_ratios(io.flash_backward_count, io.backward_lower_bound, 64, 8, [1024])
+    assert ratio.dtype == float and np.isfinite(ratio).all()

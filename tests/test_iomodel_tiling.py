@@ -80,3 +80,42 @@ def test_pebble_search_is_optimal_io():
             assert ours.moves == ref.moves and ours.M == M
     # with nothing pebbled, the heuristic is the trivial bound: every input read, s written
     assert io.PebbleSearch(G, 4).h(0, 0, 0) == io.trivial_io_bound(G) == 7
+
+
+def test_floor_sum_equals_the_sum_it_stands_for():
+    for count in range(0, 13):
+        for divisor in range(1, 10):
+            for a in range(0, 25):
+                for b in range(0, 25):
+                    want = sum((a * j + b) // divisor for j in range(count))
+                    assert tiling.floor_sum(count, divisor, a, b) == want
+    # huge arguments in Euclid's few steps, against the closed form for a = c:
+    # Σ_{j<N} ⌊(c·j + b)/c⌋ = N(N − 1)/2 + N·⌊b/c⌋
+    N = 10**400
+    assert tiling.floor_sum(N, 7, 7, 12) == N * (N - 1) // 2 + N
+    # a slope far above the divisor and a long sum, against brute force
+    assert tiling.floor_sum(10**5, 97, 10**9 + 7, 3) == sum(
+        ((10**9 + 7) * j + 3) // 97 for j in range(10**5)
+    )
+
+
+def test_block_sizes_of_a_block_longer_than_the_extent():
+    assert tiling.block_sizes(5, 10**400).tolist() == [5]
+    assert tiling.block_sizes(10**30, 10**400, dtype=object).tolist() == [10**30]
+    with pytest.raises(AttnInputError, match="extent"):
+        tiling.block_sizes(10**12, 1)
+    with pytest.raises(AttnInputError, match="stop"):
+        tiling.block_ranges(10**12, 1)
+
+
+def test_the_step_budget_refuses_before_the_run():
+    big = tiling.MAX_MACHINE_STEPS
+    tiling.check_machine_steps(big, "f")  # exactly the budget runs
+    with pytest.raises(AttnInputError, match="MAX_MACHINE_STEPS.*larger M"):
+        tiling.check_machine_steps(big + 1, "f")
+    Q = np.ones((1100, 2))
+    # M = 11 gives 1×1 blocks: 1100² = 1.21·10⁶ tiles, over the budget
+    with pytest.raises(AttnInputError, match="flash_forward would take 1210000 block steps"):
+        io.flash_forward(Q, Q, Q, M=11)
+    with pytest.raises(AttnInputError, match="smaller A and B"):
+        io.naive_matmul(np.ones((1001, 1000)), np.ones((1000, 1)), M=1002)

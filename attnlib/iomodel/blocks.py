@@ -29,6 +29,9 @@ __all__ = [
     "expand_block_mask",
 ]
 
+#: The largest value int64 arithmetic holds; past it the counts compute with Python ints.
+_INT64_MAX = np.iinfo(np.int64).max
+
 
 # ---- the formulas ----------------------------------------------------------------------------
 
@@ -196,8 +199,9 @@ def flash_block_mask(mask, blocks) -> np.ndarray:
         )
     B_r, B_c = check_blocks(blocks)
     n, m = arr.shape
-    rows = np.add.reduceat(arr, np.arange(0, n, B_r), axis=0)
-    return np.add.reduceat(rows, np.arange(0, m, B_c), axis=1) > 0
+    # a block longer than the mask is one block of it (and need not fit an int64 index)
+    rows = np.add.reduceat(arr, np.arange(0, n, min(B_r, n)), axis=0)
+    return np.add.reduceat(rows, np.arange(0, m, min(B_c, m)), axis=1) > 0
 
 
 def check_block_mask(block_mask, n: int, m: int, B_r: int, B_c: int) -> np.ndarray | None:
@@ -232,6 +236,28 @@ def expand_block_mask(block_mask, n: int, m: int, blocks) -> np.ndarray:
     # the result is n×m booleans, plus the n×T_c array repeated along the rows first
     check_memory("expand_block_mask's (n, m) mask", n * m + n * bm.shape[1], culprits="n or m")
     return np.repeat(np.repeat(bm, block_sizes(n, B_r), axis=0), block_sizes(m, B_c), axis=1)
+
+
+def grid_block_sizes(shape, n: int, m: int, B_r: int, B_c: int, D: int):
+    """(r, c): the sizes of the T_r query blocks and T_c key blocks of a block-sparse count
+    over a grid of ``shape`` = (T_r, T_c), as arrays whose arithmetic in the count is exact.
+
+    The counts form, block by block, working sets of at most 2·m·D + n·(2D + 2) + 2·n·m
+    words (D = d + d_v) and sums of at most T_r·m + T_c·n rows. When these fit int64 the
+    sizes are int64; otherwise they are Python ints (object arrays), so that no product
+    wraps around. Raises AttnInputError if the count's per-block temporaries (about six
+    arrays of T_r·T_c numbers) would exceed the memory limit.
+    """
+    T_r, T_c = shape
+    exact = 2 * m * D + n * (2 * D + 2) + 2 * n * m + T_r * m + T_c * n <= _INT64_MAX
+    per_block = 48 if exact else 6 * 40  # bytes: six int64 temporaries, or six of objects
+    check_memory(
+        "a block-sparse count's per-block arithmetic",
+        per_block * T_r * T_c,
+        culprits="block_mask (its number of blocks T_r·T_c)",
+    )
+    dtype = np.int64 if exact else object
+    return block_sizes(n, B_r, dtype=dtype), block_sizes(m, B_c, dtype=dtype)
 
 
 def visited_blocks(mask, block_mask, n: int, m: int, B_r: int, B_c: int) -> np.ndarray:

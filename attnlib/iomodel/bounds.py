@@ -125,9 +125,15 @@ def sparse_lower_bound(z_in: int, z_qk: int, M: int) -> float:
     True
     """
     z_in, z_qk, M = check_int("z_in", z_in), check_int("z_qk", z_qk), check_int("M", M)
+    return _sparse(z_in, z_qk, M, "z_in and z_qk are")
+
+
+def _sparse(z_in: int, z_qk: int, M: int, names: str) -> float:
+    """:func:`sparse_lower_bound` of validated ints; an overflow blames ``names``, the public
+    arguments that set Z_in and Z_QK."""
     try:
         dense = z_in * math.sqrt(z_qk) / math.sqrt(M)
     except OverflowError:
         log_q = math.log(z_in) + 0.5 * (math.log(z_qk) - math.log(M))
         dense = math.inf if log_q > _LOG_FLOAT_MAX else math.exp(log_q)
-    return _finite(min(_over(z_in * z_in, M, 1), dense), "z_in and z_qk are")
+    return _finite(min(_over(z_in * z_in, M, 1), dense), names)

@@ -20,11 +20,12 @@ from .._checks import (
     check_memory,
     check_qkv,
 )
+from .._heads import causal_keep, causal_mask_bytes
 from .blocks import W_b, W_f, d_pass_rows, flash_backward_blocks, flash_forward_blocks
-from .bounds import sparse_lower_bound
+from .bounds import _sparse
 from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
 from .machine import IOCount
-from .tiling import ceil_div, count_args
+from .tiling import ceil_div, count_args, floor_sum
 
 __all__ = [
     "causal_mask",
@@ -45,8 +46,9 @@ def causal_mask(n: int, m: int | None = None) -> np.ndarray:
     sizes below 1 or a mask too large for memory."""
     n = check_int("n", n)
     m = n if m is None else check_int("m", m)
-    check_memory("the (n, m) causal mask", n * m, culprits="n or m")
-    return np.tri(n, m, dtype=bool)
+    # the mask and np.tri's index vectors, which dominate when n or m is 1
+    check_memory("the (n, m) causal mask", causal_mask_bytes(n, m), culprits="n or m")
+    return causal_keep(n, m)
 
 
 def causal_score_count(n: int, m: int | None = None) -> int:
@@ -113,10 +115,61 @@ def flash_backward_causal(Q, K, V, O, dO, lse, *, M: int, scale=None, blocks=Non
     )
 
 
-def _kept_key_blocks(I_end: int, m: int, B_c: int) -> int:
-    """Key blocks kept by a query block whose last query is I_end − 1: those starting at or
-    before it, a prefix of the key blocks."""
-    return min(ceil_div(m, B_c), (I_end - 1) // B_c + 1)
+def _forward_kv_rows(n: int, m: int, B_r: int, B_c: int) -> int:
+    """Σ_i min(m, B_c·⌈e_i/B_c⌉): the key rows the causal forward pass loads, summed over its
+    query blocks, the i-th ending at e_i = min((i+1)·B_r, n) (it keeps the key blocks that
+    start at or before its last query e_i − 1, the first ⌈e_i/B_c⌉ of the T_c = ⌈m/B_c⌉).
+
+    Closed form: the T_r − 1 full query blocks end at e = j·B_r, j = 1 … T_r − 1. Block j
+    keeps fewer than T_c key blocks, hence B_c·⌈j·B_r/B_c⌉ < m rows, exactly when
+    j·B_r <= (T_c − 1)·B_c, i.e. for j <= J = min(T_r − 1, ⌊(T_c − 1)·B_c/B_r⌋); the others
+    load all m rows. With ⌈j·B_r/B_c⌉ = ⌊(B_r·(j − 1) + B_r + B_c − 1)/B_c⌋::
+
+        Σ = B_c·floor_sum(J, B_c, B_r, B_r + B_c − 1) + (T_r − 1 − J)·m + min(m, B_c⌈n/B_c⌉)
+
+    the last term being the last query block's.
+    """
+    T_r, T_c = ceil_div(n, B_r), ceil_div(m, B_c)
+    J = min(T_r - 1, (T_c - 1) * B_c // B_r)
+    partial = B_c * floor_sum(J, B_c, B_r, B_r + B_c - 1)
+    return partial + (T_r - 1 - J) * m + min(m, B_c * ceil_div(n, B_c))
+
+
+def _backward_rows(n: int, m: int, B_r: int, B_c: int) -> tuple[int, int]:
+    """(N, Σρ) of the causal backward pass: N = ⌈min(n, m)/B_c⌉ key blocks hold a kept score,
+    and key block j (starting at key j·B_c) is visited by the query rows
+    ρ_j = n − ⌊j·B_c/B_r⌋·B_r, so Σ_{j<N} ρ_j = N·n − B_r·floor_sum(N, B_r, B_c, 0)."""
+    N = ceil_div(min(n, m), B_c)
+    return N, N * n - B_r * floor_sum(N, B_r, B_c, 0)
+
+
+def _forward_interior_rows(n: int, B_r: int, B_c: int) -> int:
+    """Key rows of the causal forward pass's interior tiles (last key <= first query), summed
+    over the query blocks, self-attention (m = n). Query block i, starting at s_i = i·B_r,
+    has as interior tiles the key blocks ending at or before s_i + 1, ⌊(s_i + 1)/B_c⌋ full
+    ones, except that a last query block of one row (s_i = n − 1) has every kept tile
+    interior, its partial key block (n mod B_c rows) too. So the sum is
+    B_c·floor_sum(T_r, B_c, B_r, 1), plus n mod B_c in that case."""
+    T_r = ceil_div(n, B_r)
+    rows = B_c * floor_sum(T_r, B_c, B_r, 1)
+    return rows + (n % B_c if n - (T_r - 1) * B_r == 1 else 0)
+
+
+def _backward_interior_rows(n: int, B_r: int, B_c: int) -> int:
+    """Query rows of the causal backward pass's interior tiles (last key <= first query),
+    summed over the key blocks, self-attention (m = n). Key block j, whose last key is
+    L_j = min((j+1)·B_c, n) − 1, has as interior tiles the query blocks starting at or after
+    L_j: n − B_r·⌈L_j/B_r⌉ rows when L_j <= (T_r − 1)·B_r, else none. The L_j grow with j, so
+    of the N − 1 full key blocks (L_j = (j+1)·B_c − 1) the first
+    J = min(N − 1, ⌊((T_r − 1)·B_r + 1)/B_c⌋) have some, and with the ceiling written
+    ⌊(B_c·j + B_c + B_r − 2)/B_r⌋ their sum is J·n − B_r·floor_sum(J, B_r, B_c, B_c + B_r − 2);
+    the last key block (L = n − 1) adds n − B_r·⌈(n − 1)/B_r⌉ if positive."""
+    T_r, N = ceil_div(n, B_r), ceil_div(n, B_c)
+    J = min(N - 1, ((T_r - 1) * B_r + 1) // B_c)
+    rows = J * n - B_r * floor_sum(J, B_r, B_c, B_c + B_r - 2)
+    if n - 1 <= (T_r - 1) * B_r:
+        rows += n - B_r * ceil_div(n - 1, B_r)
+    return rows
 
 
 def flash_forward_causal_count(
@@ -125,15 +178,20 @@ def flash_forward_causal_count(
     """Exact I/O of :func:`flash_forward_causal` (closed form, no arrays).
 
     With (B_r, B_c) the blocks, D = d + d_v, and for query block i (rows up to e_i =
-    min((i+1)B_r, n)) the kept key blocks the prefix k_i = min(T_c, ⌊(e_i − 1)/B_c⌋ + 1)::
+    min((i+1)B_r, n)) the kept key blocks the prefix k_i = min(T_c, ⌈e_i/B_c⌉)::
 
         reads  = n·d + D·Σ_i min(m, k_i·B_c)     (Q once; the kept K, V rows per query block)
         writes = n·(d_v + 1)                     (O and lse)
         peak   = W_f(min(B_r, n), min(B_c, m))   (tile (0, 0) is always kept)
 
-    With B_r = B_c = B dividing n = m (T = n/B): reads = n·d + D·B·T(T + 1)/2, against
-    n·d + D·B·T² dense; the excess over one half, D·B·T/2, is the diagonal tiles.
-    Raises AttnInputError for sizes or M below 1, or bad blocks.
+    The sum is evaluated in closed form (a floor sum, O(log B_c) integer steps, so any n
+    costs the same): with T_r = ⌈n/B_r⌉, T_c = ⌈m/B_c⌉ and
+    J = min(T_r − 1, ⌊(T_c − 1)·B_c/B_r⌋) the full query blocks that keep fewer than all
+    key blocks, Σ_i min(m, k_i·B_c) = B_c·Σ_{j=1}^{J} ⌈j·B_r/B_c⌉ + (T_r − 1 − J)·m +
+    min(m, B_c⌈n/B_c⌉). With B_r = B_c = B dividing n = m (T = n/B):
+    reads = n·d + D·B·T(T + 1)/2, against n·d + D·B·T² dense; the excess over one half,
+    D·B·T/2, is the diagonal tiles. Raises AttnInputError for sizes or M below 1, or bad
+    blocks.
 
     Examples
     --------
@@ -142,7 +200,7 @@ def flash_forward_causal_count(
     """
     n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_forward_blocks)
     D = d + d_v
-    kv_rows = sum(min(m, _kept_key_blocks(min(s + B_r, n), m, B_c) * B_c) for s in range(0, n, B_r))
+    kv_rows = _forward_kv_rows(n, m, B_r, B_c)
     peak = W_f(min(B_r, n), min(B_c, m), d, d_v)
     return IOCount(n * d + D * kv_rows, n * (d_v + 1), peak)
 
@@ -162,14 +220,15 @@ def flash_backward_causal_count(
         writes = n + m·D + Σρ·d
         peak   = max(W_b(min(B_r, n), min(B_c, m)), 2·min(r_D, n)·d_v, empty key block c·D)
 
-    the block-sparse form of :func:`flash_backward_count` with the causal pattern.
-    Raises AttnInputError for sizes or M below 1, or bad blocks.
+    the block-sparse form of :func:`flash_backward_count` with the causal pattern. The sum is
+    in closed form: with N = ⌈min(n, m)/B_c⌉ key blocks holding a kept score,
+    Σρ = N·n − B_r·Σ_{j<N} ⌊j·B_c/B_r⌋, a floor sum (O(log B_r) integer steps, so any n
+    costs the same). Raises AttnInputError for sizes or M below 1, or bad blocks.
     """
     n, d, M, m, d_v, B_r, B_c = count_args(n, d, M, m, d_v, blocks, flash_backward_blocks)
     D = d + d_v
-    starts = range(0, min(n, m), B_c)  # key blocks with at least one kept score
-    rho = sum(n - (s // B_r) * B_r for s in starts)
-    C = min(m, len(starts) * B_c)
+    N, rho = _backward_rows(n, m, B_r, B_c)  # N key blocks with at least one kept score
+    C = min(m, N * B_c)
     reads = n * (2 * d_v - d) + C * D + rho * (2 * d + d_v + 2)
     writes = n + m * D + rho * d
     r_D = d_pass_rows(B_r, M, d_v)
@@ -186,10 +245,11 @@ def causal_lower_bound(n: int, d: int, M: int) -> float:
     The sparse formula is our reading (see :func:`sparse_lower_bound`); Z_in = n·d is the
     choice under which it recovers :func:`forward_lower_bound` for the dense mask. Its
     large-M branch n²d²/M does not shrink with the mask, so the bound does not see the
-    factor one half the schedules save. Raises AttnInputError for arguments below 1.
+    factor one half the schedules save. Raises AttnInputError for arguments below 1, or a
+    bound beyond the float range.
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    return sparse_lower_bound(n * d, causal_score_count(n), M)
+    return _sparse(n * d, causal_score_count(n), M, "n and d are")
 
 
 class CausalSaving(NamedTuple):
@@ -219,38 +279,37 @@ def causal_saving(n: int, d: int, M: int, *, which: str = "forward") -> CausalSa
     :func:`flash_forward_count`) or ``"backward"`` (the backward pair). Tile words are the
     traffic charged to a tile: K_j, V_j reads in the forward (c_j·D per tile); in the
     backward, the query-side reads and dQ writes r_i·(3d + d_v + 2) per tile. Totals are
-    reads + writes. Raises AttnInputError for arguments below 1 or an unknown ``which``.
+    reads + writes. A tile is interior when its last key is at most its first query.
+
+    Every split is a closed form (floor sums; any n costs the same). Forward, query block i
+    starting at s_i = i·B_r: its interior tiles are the full key blocks ending at or before
+    s_i + 1, ⌊(s_i + 1)/B_c⌋·B_c key rows, except that a last query block of one row
+    (s_i = n − 1) has every kept tile interior, n rows. Backward, key block j with last key
+    L_j = min((j+1)·B_c, n) − 1: its interior tiles are the query blocks starting at or
+    after L_j, n − B_r·⌈L_j/B_r⌉ query rows when that is positive (L_j <= (T_r − 1)·B_r),
+    else none. The diagonal words are the tile words less the interior ones. ``fraction``
+    and ``fraction_without_diagonal`` are exact quotients of integers, rounded once.
+
+    Raises AttnInputError for arguments below 1 or an unknown ``which``.
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     which = check_choice("which", which, ("forward", "backward"))
-    D = 2 * d
     if which == "forward":
         dense = flash_forward_count(n, d, M).total
         causal = flash_forward_causal_count(n, d, M).total
         B_r, B_c = flash_forward_blocks(d, M)
-        diag = interior = 0
-        for s in range(0, n, B_r):
-            e = min(s + B_r, n)
-            for j in range(_kept_key_blocks(e, n, B_c)):
-                words = (min((j + 1) * B_c, n) - j * B_c) * D
-                if min((j + 1) * B_c, n) - 1 <= s:  # every key of the tile <= first query
-                    interior += words
-                else:
-                    diag += words
+        per_row = 2 * d  # K_j and V_j, D = d + d_v words per key row
+        tile_rows = _forward_kv_rows(n, n, B_r, B_c)
+        interior_rows = _forward_interior_rows(n, B_r, B_c)
     else:
         dense = flash_backward_count(n, d, M).total
         causal = flash_backward_causal_count(n, d, M).total
         B_r, B_c = flash_backward_blocks(d, M)
         per_row = 2 * d + d + 2 + d  # Q, dO, lse, D, dQ read; dQ written
-        diag = interior = 0
-        for t in range(0, n, B_c):
-            c_end = min(t + B_c, n)
-            for s in range((t // B_r) * B_r, n, B_r):
-                words = (min(s + B_r, n) - s) * per_row
-                if c_end - 1 <= s:
-                    interior += words
-                else:
-                    diag += words
+        _, tile_rows = _backward_rows(n, n, B_r, B_c)
+        interior_rows = _backward_interior_rows(n, B_r, B_c)
+    interior = interior_rows * per_row
+    diag = tile_rows * per_row - interior
     other = causal - diag - interior
     return CausalSaving(
         dense,
@@ -259,5 +318,6 @@ def causal_saving(n: int, d: int, M: int, *, which: str = "forward") -> CausalSa
         other,
         interior,
         diag,
-        (causal - diag / 2) / dense,
+        # (causal − diag/2)/dense in exact integers: diag/2 as a float overflows for huge n
+        (2 * causal - diag) / (2 * dense),
     )

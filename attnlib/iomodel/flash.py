@@ -29,13 +29,15 @@ from .blocks import (
     d_pass_rows,
     flash_backward_blocks,
     flash_forward_blocks,
+    grid_block_sizes,
     visited_blocks,
 )
 from .machine import IOCount
 from .tiling import (
     block_ranges,
-    block_sizes,
     ceil_div,
+    check_machine_steps,
+    check_run_logits,
     count_args,
     finish_run,
     resolve_blocks,
@@ -61,6 +63,21 @@ def _store_constant(mem, rows, dtype, **blocks):
     for name, block in fast:
         mem.store(name, rows, None, block)
     mem.free(*(block for _, block in fast))
+
+
+def _accumulator_shift(V: np.ndarray) -> int:
+    """The power of two the forward pass divides each loaded V block by (0: none needed).
+
+    The accumulator of a query row is Σ_j exp(s_j − max)·v_j, a sum of up to m rows of V
+    with weights at most 1, so it can overflow when m·max|V| exceeds the dtype although O,
+    a convex combination of V's rows, does not. Dividing by 2^shift inside the step and
+    multiplying O back is exact (barring subnormal entries); it moves no words.
+    """
+    m = V.shape[0]
+    big = float(np.finfo(V.dtype).max)
+    if float(np.abs(V).max()) <= big / (4.0 * m):
+        return 0
+    return int(np.ceil(np.log2(m))) + 2
 
 
 # ---- forward -----------------------------------------------------------------------------------
@@ -93,8 +110,10 @@ def flash_forward(
 
     Raises
     ------
-    AttnInputError for invalid arrays, scale or masks, a bad pair of blocks, or M below
-    :func:`flash_forward_min_M`; CapacityError if blocks given do not fit in M.
+    AttnInputError for invalid arrays, scale or masks, a bad pair of blocks, M below
+    :func:`flash_forward_min_M`, logits τQKᵀ that overflow the dtype (as the compiled
+    kernels do), or a run of more than :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS`
+    block steps; CapacityError if blocks given do not fit in M.
 
     Examples
     --------
@@ -111,9 +130,12 @@ def flash_forward(
     tau = check_scale(scale, d)
     mask = check_mask(mask, n, m)
     B_r, B_c = resolve_blocks(blocks, flash_forward_blocks, d, M, d_v)
+    check_machine_steps(ceil_div(n, B_r) * ceil_div(m, B_c), "flash_forward")
     keep = visited_blocks(mask, block_mask, n, m, B_r, B_c)
     dtype = float_dtype(Q, K, V)
+    check_run_logits(Q, K, tau, dtype)
     t = dtype.type(tau)
+    v_shift = _accumulator_shift(V.astype(dtype, copy=False))
     mem = start_run(M, record, dtype, {"Q": Q, "K": K, "V": V}, {"O": (n, d_v), "lse": (n,)})
 
     key_blocks = block_ranges(m, B_c)
@@ -130,6 +152,8 @@ def flash_forward(
         for J in kept:
             k = mem.load("K", J)
             v = mem.load("V", J)
+            if v_shift:
+                np.ldexp(v, -v_shift, out=v)
             s = mem.alloc((r, span(J)), dtype=dtype)
             np.matmul(q, k.T, out=s)
             s *= t
@@ -150,6 +174,8 @@ def flash_forward(
         live = sm > 0
         o = np.zeros_like(acc)
         np.divide(acc, sm[:, None], out=o, where=live[:, None])
+        if v_shift:
+            np.ldexp(o, v_shift, out=o)
         ls = np.full_like(sm, -np.inf)
         np.log(sm, out=ls, where=live)
         ls[live] += mx[live]
@@ -195,7 +221,7 @@ def flash_forward_count(
     if bm is None:
         peak = W_f(min(B_r, n), min(B_c, m), d, d_v)
         return IOCount(n * d + ceil_div(n, B_r) * m * D, n * (d_v + 1), peak)
-    r, c = block_sizes(n, B_r), block_sizes(m, B_c)
+    r, c = grid_block_sizes(bm.shape, n, m, B_r, B_c, D)
     nz_rows = bm.any(axis=1)
     reads = int(r[nz_rows].sum()) * d + int((bm * c[None, :]).sum()) * D
     peak = max(
@@ -250,7 +276,9 @@ def flash_backward(
     Raises
     ------
     AttnInputError for invalid arrays (lse may hold -inf), scale or masks, a bad pair of
-    blocks, or M below :func:`flash_backward_min_M`; CapacityError if blocks given do not fit.
+    blocks, M below :func:`flash_backward_min_M`, logits τQKᵀ that overflow the dtype, or a
+    run of more than :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` block steps;
+    CapacityError if blocks given do not fit.
 
     Examples
     --------
@@ -265,10 +293,15 @@ def flash_backward(
     n, d = Q.shape
     m, d_v = V.shape
     M = check_int("M", M)
-    t = dtype.type(check_scale(scale, d))
+    tau = check_scale(scale, d)
+    t = dtype.type(tau)
     mask = check_mask(mask, n, m)
     B_r, B_c = resolve_blocks(blocks, flash_backward_blocks, d, M, d_v)
+    # the tiles, and the D pass's row blocks
+    steps = ceil_div(n, B_r) * ceil_div(m, B_c) + ceil_div(n, d_pass_rows(B_r, M, d_v))
+    check_machine_steps(steps, "flash_backward")
     keep = visited_blocks(mask, block_mask, n, m, B_r, B_c)
+    check_run_logits(Q, K, tau, dtype)
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"D": (n,), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
     mem = start_run(M, record, dtype, inputs, outputs)
@@ -377,7 +410,7 @@ def flash_backward_count(
         writes = n + m * D + T_c * n * d
         peak = max(W_b(min(B_r, n), min(B_c, m), d, d_v), 2 * min(r_D, n) * d_v)
         return IOCount(reads, writes, peak)
-    r, c = block_sizes(n, B_r), block_sizes(m, B_c)
+    r, c = grid_block_sizes(bm.shape, n, m, B_r, B_c, D)
     R, C = bm.any(axis=1), bm.any(axis=0)
     rows_R = int(r[R].sum())
     kept_r = int((bm * r[:, None]).sum())  # Σ over kept blocks of r_i

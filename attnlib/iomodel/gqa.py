@@ -12,7 +12,6 @@ n = 1: one new query per head against a cache of m keys.
 from __future__ import annotations
 
 import functools
-import math
 import operator
 
 import numpy as np
@@ -26,10 +25,20 @@ from .._checks import (
     check_shape,
     float_dtype,
 )
-from .blocks import W_f, flash_forward_blocks
+from .blocks import W_f, d_pass_rows, flash_backward_blocks, flash_forward_blocks
+from .bounds import _finite, _over
 from .flash import flash_backward, flash_backward_count, flash_forward
 from .machine import IOCount
-from .tiling import block_ranges, ceil_div, check_dims, finish_run, span, start_run
+from .tiling import (
+    block_ranges,
+    ceil_div,
+    check_dims,
+    check_machine_steps,
+    check_run_logits,
+    finish_run,
+    span,
+    start_run,
+)
 
 __all__ = [
     "gqa_flash_forward",
@@ -49,22 +58,24 @@ __all__ = [
 # =========================================================================================
 
 
-def _check_heads(Q, K, V):
-    """Q (H, n, d), K (H_kv, m, d), V (H_kv, m, d_v) with H a multiple of H_kv."""
-    Q = as_float_array("Q", Q, ndim=3)
+def _check_heads(Q, K, V, *, query: str = "Q"):
+    """Q (H, n, d), K (H_kv, m, d), V (H_kv, m, d_v) with H a multiple of H_kv. ``query`` is
+    the public name of Q when it is given otherwise (``q`` (H, d) of a decoding step, passed
+    here as (H, 1, d))."""
+    Q = as_float_array(query, Q, ndim=3)
     K = as_float_array("K", K, ndim=3)
     V = as_float_array("V", V, ndim=3)
     H, _, d = Q.shape
     H_kv, m, _ = K.shape
     if K.shape[2] != d:
-        raise AttnInputError(f"K must have d = {d} columns like Q, got shape {K.shape}")
+        raise AttnInputError(f"K must have d = {d} columns like {query}, got shape {K.shape}")
     if V.shape[:2] != (H_kv, m):
         raise AttnInputError(
             f"V must have shape (H_kv, m, d_v) with (H_kv, m) = {(H_kv, m)} like K, got {V.shape}"
         )
     if H % H_kv:
         raise AttnInputError(
-            f"Q's head count H = {H} must be a multiple of K's head count H_kv = {H_kv}"
+            f"{query}'s head count H = {H} must be a multiple of K's head count H_kv = {H_kv}"
         )
     return Q, K, V
 
@@ -74,6 +85,23 @@ def _check_head_counts(H, H_kv):
     if H % H_kv:
         raise AttnInputError(f"H = {H} must be a multiple of H_kv = {H_kv}")
     return H, H_kv, H // H_kv
+
+
+def _check_steps(H, H_kv, n, m, d, d_v, M, grouped, which):
+    """Refuse, before the first run, H_kv grouped runs (g·n query rows each) or H runs by
+    head whose block steps add up to more than the machine's budget. M is validated (and
+    refused below the schedule's minimum) by the block rule."""
+    M = check_int("M", M)
+    runs, rows = (H_kv, (H // H_kv) * n) if grouped else (H, n)
+    if which == "forward":
+        B_r, B_c = flash_forward_blocks(d, M, d_v=d_v)
+        per_run = ceil_div(rows, B_r) * ceil_div(m, B_c)
+    else:
+        B_r, B_c = flash_backward_blocks(d, M, d_v=d_v)
+        per_run = ceil_div(rows, B_r) * ceil_div(m, B_c) + ceil_div(rows, d_pass_rows(B_r, M, d_v))
+    check_machine_steps(
+        runs * per_run, f"gqa_flash_{which}", "a larger M, fewer heads or shorter Q and K"
+    )
 
 
 def _sum_counts(counts):
@@ -105,13 +133,15 @@ def gqa_flash_forward(Q, K, V, *, M: int, scale=None, grouped=True):
 
     Raises
     ------
-    AttnInputError for arrays of the wrong shapes or dtypes, H not a multiple of H_kv, or M
-    below the minimum.
+    AttnInputError for arrays of the wrong shapes or dtypes, H not a multiple of H_kv, M
+    below the minimum, logits that overflow the dtype, or runs of more than
+    :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` block steps in all.
     """
     Q, K, V = _check_heads(Q, K, V)
     grouped = check_bool("grouped", grouped)
     H, n, d = Q.shape
     H_kv, m, d_v = V.shape
+    _check_steps(H, H_kv, n, m, d, d_v, M, grouped, "forward")
     g = H // H_kv
     tau = check_scale(scale, d)
     dtype = float_dtype(Q, K, V)
@@ -183,18 +213,19 @@ def gqa_lower_bound(H: int, H_kv: int, n: int, d: int, M: int, *, m: int | None 
     each group as one attention instance with g·n query rows sharing m keys (the
     computation the grouped schedule performs) and apply the shape of SY24 Theorem 3.1,
     stated there for n = m, with the rows and keys kept apart and constant 1.
-    Raises AttnInputError for arguments below 1 or H not a multiple of H_kv.
+    Raises AttnInputError for arguments below 1, H not a multiple of H_kv, or a bound beyond
+    the float range.
     """
     H, H_kv, g = _check_head_counts(H, H_kv)
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     m = n if m is None else check_int("m", m)
     trivial = (H * n + 2 * H_kv * m) * d + H * n * d
-    work = g * n * m * d
-    try:
-        per_group = min(work * d / M, work / math.sqrt(M))
-    except OverflowError:
-        raise AttnInputError("the bound overflows a float: n, m and d are too large") from None
-    return float(max(trivial, H_kv * per_group))
+    work = H_kv * g * n * m * d  # exact: H_kv groups of g·n·m·d
+    # each quotient of ints taken by logarithms if need be, so that a huge M gives its
+    # (small) value and only a bound beyond the float range is refused
+    per_groups = min(_over(work * d, M, 1), _over(work, M, 0.5))
+    who = "H, n, m or d is"
+    return _finite(max(_over(trivial, 1, 1), per_groups), who)
 
 
 # =========================================================================================
@@ -240,7 +271,9 @@ def gqa_flash_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, grouped=True)
 
     Raises
     ------
-    AttnInputError for arrays of the wrong shapes or dtypes, or M below the minimum.
+    AttnInputError for arrays of the wrong shapes or dtypes, M below the minimum, logits that
+    overflow the dtype, or runs of more than
+    :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` block steps in all.
     """
     Q, K, V = _check_heads(Q, K, V)
     H, n, d = Q.shape
@@ -252,6 +285,7 @@ def gqa_flash_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, grouped=True)
     lse = as_float_array("lse", lse, ndim=2, allow_neg_inf=True)
     check_shape("lse", lse, (H, n), "(H, n)")
     grouped = check_bool("grouped", grouped)
+    _check_steps(H, H_kv, n, m, d, d_v, M, grouped, "backward")
     g = H // H_kv
     tau = check_scale(scale, d)
     dtype = float_dtype(Q, K, V, O, dO, lse)
@@ -341,10 +375,18 @@ def decode_forward(q, K, V, *, M: int, scale=None):
 
     Raises
     ------
-    AttnInputError for arrays of the wrong shapes or dtypes, or M below the minimum.
+    AttnInputError for arrays of the wrong shapes or dtypes, M below the minimum, or logits
+    τ·q_h·K_jᵀ that overflow the dtype.
     """
     q = as_float_array("q", q, ndim=2)
-    O, lse, c = gqa_flash_forward(q[:, None, :], K, V, M=M, scale=scale, grouped=True)
+    Q, K, V = _check_heads(q[:, None, :], K, V, query="q")
+    # the logits are checked here, not only in each group's run, so that the message names q
+    g = Q.shape[0] // K.shape[0]
+    tau = check_scale(scale, Q.shape[2])
+    dtype = float_dtype(Q, K, V)
+    for kv in range(K.shape[0]):
+        check_run_logits(q[kv * g : (kv + 1) * g], K[kv], tau, dtype, query="q")
+    O, lse, c = gqa_flash_forward(Q, K, V, M=M, scale=tau, grouped=True)
     return O[:, 0, :], lse[:, 0], c
 
 

@@ -10,11 +10,19 @@ product, a matrix product, attention's forward pass and a piece of its backward 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import AttnInputError, check_choice, check_int, check_real
+from .._checks import (
+    AttnInputError,
+    as_real_array,
+    check_choice,
+    check_int,
+    check_real,
+    describe_int,
+)
 
 __all__ = [
     "ComputationGraph",
@@ -25,6 +33,7 @@ __all__ = [
     "evaluate_graph",
     "least_feasible_M",
     "trivial_io_bound",
+    "check_schedule",
 ]
 
 _OPS = {"input": 0, "add": None, "mul": None, "exp": 1, "div": 2, "expsub": 2}
@@ -50,8 +59,10 @@ class ComputationGraph:
 
     Raises
     ------
-    AttnInputError if the lists differ in length, a name repeats, an op is unknown or has
-    the wrong number of predecessors, a predecessor is not earlier, or an output is an input.
+    AttnInputError if an argument is not a sequence (a string is not), the lists differ in
+    length, a name is not a non-empty string or repeats, an op is unknown or has the wrong
+    number of predecessors, a vertex index is not an integer (floats are not truncated), a
+    predecessor is not earlier, or an output is an input.
     """
 
     names: tuple
@@ -60,36 +71,49 @@ class ComputationGraph:
     outputs: tuple
 
     def __post_init__(self):
-        names, ops = tuple(self.names), tuple(self.ops)
-        preds = tuple(tuple(int(u) for u in p) for p in self.preds)
-        outputs = tuple(int(o) for o in self.outputs)
+        names, ops = _sequence("names", self.names), _sequence("ops", self.ops)
+        preds = tuple(
+            tuple(_index(f"preds[{v}][{k}]", u) for k, u in enumerate(_sequence(f"preds[{v}]", p)))
+            for v, p in enumerate(_sequence("preds", self.preds))
+        )
+        outputs = tuple(
+            _index(f"outputs[{k}]", o) for k, o in enumerate(_sequence("outputs", self.outputs))
+        )
         n = len(names)
         if n == 0 or len(ops) != n or len(preds) != n:
             raise AttnInputError(
                 f"names, ops and preds must be non-empty and of equal length, got "
                 f"{len(names)}, {len(ops)}, {len(preds)}"
             )
+        for v, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise AttnInputError(f"names[{v}] must be a non-empty string, got {name!r:.60}")
         if len(set(names)) != n:
             raise AttnInputError("names must be distinct")
         for v, (op, p) in enumerate(zip(ops, preds, strict=True)):
-            if op not in _OPS:
-                raise AttnInputError(f"ops[{v}] must be one of {sorted(_OPS)}, got {op!r}")
+            if not isinstance(op, str) or op not in _OPS:
+                raise AttnInputError(f"ops[{v}] must be one of {sorted(_OPS)}, got {op!r:.60}")
             arity = _OPS[op]
             if (arity is None and len(p) < 2) or (arity is not None and len(p) != arity):
                 want = ">= 2" if arity is None else str(arity)
-                raise AttnInputError(f"vertex {names[v]!r} ({op}) needs {want} preds, got {p}")
+                raise AttnInputError(
+                    f"vertex {names[v]!r} ({op}) needs {want} preds, got {_fmt_indices(p)}"
+                )
             if any(not 0 <= u < v for u in p) or len(set(p)) != len(p):
                 raise AttnInputError(
                     f"preds of vertex {names[v]!r} must be distinct earlier vertices "
-                    f"(topological order), got {p}"
+                    f"(topological order), got {_fmt_indices(p)}"
                 )
         if not outputs or len(set(outputs)) != len(outputs):
+            got = _fmt_indices(outputs)
             raise AttnInputError(
-                f"outputs must be a non-empty list of distinct vertices, got {outputs}"
+                f"outputs must be a non-empty list of distinct vertices, got {got}"
             )
         for o in outputs:
             if not 0 <= o < n or ops[o] == "input":
-                raise AttnInputError(f"outputs must be non-input vertices in range({n}), got {o}")
+                raise AttnInputError(
+                    f"outputs must be non-input vertices in range({n}), got {describe_int(o)}"
+                )
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "preds", preds)
@@ -124,6 +148,32 @@ class ComputationGraph:
             f"ComputationGraph({self.n} vertices: {len(self.inputs)} inputs, "
             f"{self.n - len(self.inputs)} computed, {len(self.outputs)} outputs)"
         )
+
+
+def _sequence(name: str, value) -> tuple:
+    """``value`` as a tuple: a list, tuple, 1-D array or other iterable, but not a string (a
+    string of names would be split into letters) and not a scalar."""
+    if isinstance(value, str | bytes) or (isinstance(value, np.ndarray) and value.ndim != 1):
+        raise AttnInputError(f"{name} must be a sequence, got {value!r:.60}")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise AttnInputError(f"{name} must be a sequence, got {value!r:.60}") from None
+
+
+def _index(name: str, value) -> int:
+    """A vertex index: a Python or numpy integer (a bool or a float, even 2.0, is refused
+    rather than truncated). Its range is checked against the graph by the caller."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise AttnInputError(f"{name} must be an integer vertex index, got {value!r:.60}")
+    return int(value)
+
+
+def _fmt_indices(indices) -> str:
+    """A tuple of vertex indices for a message, huge ones by their order of magnitude."""
+    return (
+        "(" + ", ".join(describe_int(u) for u in indices) + ("," if len(indices) == 1 else "") + ")"
+    )
 
 
 def check_graph(G) -> ComputationGraph:
@@ -297,18 +347,38 @@ def attention_dv_graph(n: int, m: int, d: int, *, tree: str = "chain") -> Comput
     return g.graph(tuple(v for row in dV for v in row))
 
 
-def apply_op(op: str, args: list[float]) -> float:
+def apply_op(op: str, args: list[float], *, vertex: str = "a vertex") -> float:
     """The value of a vertex with operation ``op`` (see :class:`ComputationGraph`) computed
-    from its predecessors' values ``args``."""
-    if op == "add":
-        return math.fsum(args)
-    if op == "mul":
-        return math.prod(args)
-    if op == "exp":
-        return math.exp(args[0])
-    if op == "div":
-        return args[0] / args[1]
-    return math.exp(args[0] - args[1])  # expsub
+    from its predecessors' values ``args``.
+
+    Raises AttnInputError, naming ``vertex`` and the inputs, if the value is not a finite
+    float: a sum, product or exponential beyond the float range, a division by zero (the
+    graphs subtract no maximum, so exp of very negative logits underflows to 0 and a row
+    sum can be 0), or NaN.
+    """
+    try:
+        if op == "add":
+            value = math.fsum(args)  # exact, but raises OverflowError past the float range
+        elif op == "mul":
+            value = math.prod(args)
+        elif op == "exp":
+            value = math.exp(args[0])
+        elif op == "div":
+            value = args[0] / args[1]
+        else:  # expsub
+            value = math.exp(args[0] - args[1])
+    except OverflowError:
+        value = math.inf
+    except ZeroDivisionError:
+        raise AttnInputError(
+            f"inputs make {vertex} ({op}) divide by zero (exp underflows to 0 without a "
+            "maximum subtracted): choose smaller inputs"
+        ) from None
+    if not math.isfinite(value):
+        raise AttnInputError(
+            f"inputs make {vertex} ({op}) {value} (beyond the float range): choose smaller inputs"
+        )
+    return value
 
 
 def evaluate_graph(G: ComputationGraph, inputs) -> np.ndarray:
@@ -324,36 +394,38 @@ def evaluate_graph(G: ComputationGraph, inputs) -> np.ndarray:
     -------
     ndarray (G.n,) of float64, indexed by vertex.
 
-    Raises AttnInputError if an input is missing or not finite.
+    Raises AttnInputError if an input is missing or not a finite real number, or if the
+    inputs make a vertex's value leave the float range (overflow, or a division by zero
+    after exp underflows; see :func:`apply_op`).
     """
     G = check_graph(G)
     values = input_values(G, inputs)
     out = np.zeros(G.n)
     for v, (op, p) in enumerate(zip(G.ops, G.preds, strict=True)):
-        out[v] = values[v] if op == "input" else apply_op(op, [out[u] for u in p])
+        if op == "input":
+            out[v] = values[v]
+        else:
+            out[v] = apply_op(op, [float(out[u]) for u in p], vertex=f"vertex {G.names[v]!r}")
     return out
 
 
 def input_values(G: ComputationGraph, inputs) -> dict[int, float]:
-    """Normalise ``inputs`` (see :func:`evaluate_graph`) to {input vertex: float}."""
+    """Normalise ``inputs`` (see :func:`evaluate_graph`) to {input vertex: float}: a dict
+    by name (each value a finite real number, Python ints of any size refused with this
+    error past the float range) or a 1-D real array of finite values, one per input."""
     ins = G.inputs
     if isinstance(inputs, dict):
         missing = [G.names[v] for v in ins if G.names[v] not in inputs]
         if missing:
             raise AttnInputError(f"inputs is missing values for {missing[:5]}")
-        vals = [inputs[G.names[v]] for v in ins]
-    else:
-        arr = np.asarray(inputs, dtype=float)
-        if arr.shape != (len(ins),):
-            raise AttnInputError(
-                f"inputs must be a dict by name or an array of shape ({len(ins)},), "
-                f"got shape {arr.shape}"
-            )
-        vals = list(arr)
-    out = {}
-    for v, x in zip(ins, vals, strict=True):
-        out[v] = check_real(f"input {G.names[v]!r}", x)
-    return out
+        return {v: check_real(f"inputs[{G.names[v]!r}]", inputs[G.names[v]]) for v in ins}
+    arr = as_real_array("inputs", inputs, ndim=None)
+    if arr.shape != (len(ins),):
+        raise AttnInputError(
+            f"inputs must be a dict by name or an array of shape ({len(ins)},), "
+            f"got shape {arr.shape}"
+        )
+    return {v: float(x) for v, x in zip(ins, arr.astype(np.float64), strict=True)}
 
 
 def check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
@@ -377,3 +449,53 @@ def check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
             v = G.index(v)
         out.append((op, check_int(f"moves[{i}] vertex", v, minimum=0, maximum=G.n - 1)))
     return out
+
+
+def check_schedule(G: ComputationGraph, moves, M: int | None = None) -> list[tuple[str, int]]:
+    """A schedule of G checked against the rules of the red-blue pebble game (HK81; Chapter
+    2's game) and normalised to ``(op, vertex index)`` pairs (:func:`check_moves`).
+
+    The rules, played from the start (inputs blue, nothing red):
+
+    * ``("read", v)``: v has a blue pebble and no red one; it gets a red one;
+    * ``("compute", v)``: v is not an input, has no red pebble, and every predecessor of v
+      has one; v gets a red one (computing a blue vertex again is recomputation, allowed);
+    * ``("write", v)``: v has a red pebble; it gets a blue one;
+    * ``("delete", v)``: v has a red pebble; it loses it;
+    * with ``M``, at most M red pebbles at once;
+    * at the end every output has a blue pebble.
+
+    Raises AttnInputError for a malformed move, or naming the first move (``moves[i]``)
+    that breaks a rule, or the outputs the schedule leaves without a blue pebble.
+    """
+    G = check_graph(G)
+    M = None if M is None else check_int("M", M)
+    moves = check_moves(G, moves)
+    blue, red = set(G.inputs), set()
+    for i, (op, v) in enumerate(moves):
+        where = f"moves[{i}] = ({op!r}, {G.names[v]!r})"
+        if op in ("read", "compute") and v in red:
+            raise AttnInputError(f"{where}: the vertex already has a red pebble")
+        if op == "read" and v not in blue:
+            raise AttnInputError(f"{where}: reads a vertex without a blue pebble")
+        if op == "compute":
+            missing = [G.names[u] for u in G.preds[v] if u not in red]
+            if G.ops[v] == "input" or missing:
+                why = "an input cannot be computed" if not missing else f"{missing} not red"
+                raise AttnInputError(f"{where}: cannot compute ({why})")
+        if op in ("write", "delete") and v not in red:
+            raise AttnInputError(f"{where}: the vertex has no red pebble")
+        if op in ("read", "compute"):
+            if M is not None and len(red) == M:
+                raise AttnInputError(
+                    f"{where}: places red pebble number {M + 1}, with M = {M} (delete one first)"
+                )
+            red.add(v)
+        elif op == "write":
+            blue.add(v)
+        else:
+            red.discard(v)
+    missing = [G.names[o] for o in G.outputs if o not in blue]
+    if missing:
+        raise AttnInputError(f"moves leave outputs without a blue pebble at the end: {missing[:5]}")
+    return moves

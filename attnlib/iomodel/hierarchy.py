@@ -42,7 +42,7 @@ from . import (
     flash_forward_blocks,
     flash_forward_count,
 )
-from .roofline import WORD_BYTES, Device
+from .roofline import WORD_BYTES, Device, _fast_memory
 
 __all__ = [
     "ThreeLevelCount",
@@ -302,12 +302,13 @@ def heads_sharing_l2(device: Device, n: int, d: int, *, dtype: str = "bf16", whi
     runs one outer block (of the forward's T_r query blocks, the backward's T_c key blocks)
     at a time, and the blocks of one head are launched next to each other, as in
     FlashAttention-2's grid. A window of S (SMs) consecutive blocks spans at most
-    ⌈(S − 1)/T⌉ + 1 heads. Raises AttnInputError for bad arguments."""
+    ⌈(S − 1)/T⌉ + 1 heads. Raises AttnInputError for bad arguments, or a d whose pass does
+    not fit one SM's on-chip memory."""
     if not isinstance(device, Device) or device.sms is None:
         raise AttnInputError("device must be a Device with an SM count")
     n, d = check_int("n", n), check_int("d", d)
     which = check_choice("which", which, ("forward", "backward"))
-    M = device.onchip_words(dtype)
+    M = _fast_memory(device, dtype, d, which)
     if which == "forward":
         T = -(-n // flash_forward_blocks(d, M)[0])
     else:
@@ -322,12 +323,14 @@ def l2_absorption(
     on-chip M of :meth:`~attnlib.iomodel.roofline.Device.onchip_words` and an L2 of the
     device's last-level cache: all of it for one head, or with ``shared`` an equal share
     among :func:`heads_sharing_l2` heads (each pinning its own operand). Raises
-    AttnInputError for a device without cache or on-chip sizes, or bad arguments."""
+    AttnInputError for a device without cache or on-chip sizes, a d whose pass does not fit
+    one SM's on-chip memory, or bad arguments."""
     if not isinstance(device, Device):
         raise AttnInputError(f"device must be a Device, got {type(device).__name__}")
     check_choice("dtype", dtype, tuple(WORD_BYTES))
     which = check_choice("which", which, ("forward", "backward"))
-    M, cache = device.onchip_words(dtype), device.llc_words(dtype)
+    n, d = check_int("n", n), check_int("d", d)
+    M, cache = _fast_memory(device, dtype, d, which), device.llc_words(dtype)
     heads = (
         heads_sharing_l2(device, n, d, dtype=dtype, which=which)
         if check_bool("shared", shared)

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .._checks import check_bool, check_choice, check_int
+from .._checks import AttnInputError, check_bool, check_choice, check_int
 from .causal import causal_score_count, flash_backward_causal_count, flash_forward_causal_count
 from .flash import flash_backward_count, flash_forward_count
 from .tiling import check_dims
 
 __all__ = ["attention_flops", "arithmetic_intensity", "Intensity", "prefill_decode_intensity"]
+
+
+def _per_word(flops: int, words: int, who: str) -> float:
+    """flops / words for exact ints, rounded once; refused, naming ``who`` (the arguments
+    that set the sizes), when the quotient is beyond the float range."""
+    try:
+        return flops / words
+    except OverflowError:
+        raise AttnInputError(f"the intensity is beyond the float range: {who} too large") from None
 
 
 def attention_flops(n: int, d: int, *, m=None, d_v=None, which: str = "forward", kept=None) -> int:
@@ -42,7 +51,8 @@ def arithmetic_intensity(
     :func:`flash_backward_count`, or their causal twins with the useful flops of the
     :func:`causal_score_count` kept scores when ``causal``). Roughly 2·B_r for the forward
     when n >> B_r: the number of query rows sharing each loaded K, V row. Raises
-    AttnInputError for arguments below 1 or an unknown ``which``."""
+    AttnInputError for arguments below 1, an unknown ``which``, or an intensity beyond the
+    float range."""
     n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     which = check_choice("which", which, ("forward", "backward"))
     if check_bool("causal", causal):
@@ -52,7 +62,7 @@ def arithmetic_intensity(
         kept = None
         count = flash_forward_count if which == "forward" else flash_backward_count
     flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
-    return flops / count(n, d, M, m=m, d_v=d_v).total
+    return _per_word(flops, count(n, d, M, m=m, d_v=d_v).total, "n, m and M are")
 
 
 class Intensity(NamedTuple):
@@ -67,7 +77,8 @@ def prefill_decode_intensity(m: int, d: int, M: int, *, d_v: int | None = None) 
     """Prefill (all m queries at once, n = m) against decode (n = 1) intensity, from the exact
     counts of :func:`flash_forward_count` and the flops of :func:`attention_flops`. Decode
     stays near 2 flops per word for every M (each loaded K/V word meets one query); prefill
-    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1.
+    grows with M (≈ 2·B_r). Raises AttnInputError for arguments below 1, or an intensity
+    beyond the float range.
 
     Examples
     --------

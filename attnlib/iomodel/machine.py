@@ -20,6 +20,7 @@ from .._checks import (
     FLOAT_DTYPES,
     AttnInputError,
     as_float_array,
+    check_bool,
     check_int,
     check_memory,
     check_real,
@@ -104,6 +105,8 @@ def words_by_array(log) -> tuple[dict[str, int], dict[str, int]]:
     """
     reads: dict[str, int] = {}
     writes: dict[str, int] = {}
+    if isinstance(log, str | bytes) or not hasattr(log, "__iter__"):
+        raise AttnInputError(f"log must be a list of Op (a machine's log), got {log!r:.60}")
     for k, op in enumerate(log):
         if not isinstance(op, Op):
             raise AttnInputError(f"log[{k}] must be an Op of a machine's log, got {op!r:.60}")
@@ -196,7 +199,8 @@ class TwoLevelMemory:
         self._peak = 0
         self._reads = 0
         self._writes = 0
-        self._record = bool(record)
+        # every schedule's record= reaches here: a truthy non-bool would add a return item
+        self._record = check_bool("record", record)
         self.log: list[Op] = []
 
     # ---- properties --------------------------------------------------------------------
@@ -283,6 +287,8 @@ class TwoLevelMemory:
             fill = float(fill)
         else:
             fill = check_real("fill", fill, expected="a real number (or ±inf)")
+            if abs(fill) > float(np.finfo(dtype).max):  # 1e308 in float32: not a silent inf
+                raise AttnInputError(f"fill = {fill:g} is beyond the range of {dtype}")
         words = _words(shape)
         check_memory(f"alloc {shape}", words * dtype.itemsize, culprits="shape")
         self._reserve(words, f"alloc {shape}")

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._checks import AttnInputError, as_float_array, check_int, float_dtype
 from .machine import IOCount
-from .tiling import block_ranges, ceil_div, finish_run, span, start_run
+from .tiling import block_ranges, ceil_div, check_machine_steps, finish_run, span, start_run
 
 __all__ = [
     "naive_matmul",
@@ -36,6 +38,15 @@ def _check_AB(A, B):
         raise AttnInputError(f"B must have k={A.shape[1]} rows like A's columns, got {B.shape[0]}")
     dtype = float_dtype(A, B)
     return A.astype(dtype, copy=False), B.astype(dtype, copy=False), dtype
+
+
+def _finite_product(result: tuple) -> tuple:
+    """A run's (C, count[, machine]) with C checked: an entry of A B beyond the float range
+    (or a partial sum that overflowed on the way) is refused, not returned as inf or NaN."""
+    C = result[0]
+    if not np.isfinite(C).all():
+        raise AttnInputError(f"the product A @ B overflows {C.dtype}: A or B is too large")
+    return result
 
 
 # ---- naive, by rows ----------------------------------------------------------------------
@@ -66,12 +77,15 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
     (C, IOCount), or (C, IOCount, machine) with ``record=True``.
     The count equals :func:`naive_matmul_count` exactly.
 
-    Raises AttnInputError for invalid arrays or M below k + 2p.
+    Raises AttnInputError for invalid arrays, M below k + 2p, a run of more than
+    :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` row steps (m·k), or a product beyond
+    the float range.
     """
     A, B, dtype = _check_AB(A, B)
     m, k = A.shape
     p = B.shape[1]
     M = _check_naive_M(M, k, p)
+    check_machine_steps(m * k, "naive_matmul", "smaller A and B")
     mem = start_run(M, record, dtype, {"A": A, "B": B}, {"C": (m, p)})
     for i in range(m):
         a = mem.load("A", (i, i + 1))  # (1, k)
@@ -82,7 +96,7 @@ def naive_matmul(A, B, *, M: int, record: bool = False):
             mem.free(b)
         mem.store("C", (i, i + 1), None, c)
         mem.free(a, c)
-    return finish_run(mem, ("C",), record)
+    return _finite_product(finish_run(mem, ("C",), record))
 
 
 def naive_matmul_count(m: int, k: int, p: int, M: int) -> IOCount:
@@ -149,8 +163,9 @@ def tiled_matmul(A, B, *, M: int, tile: int | None = None, record: bool = False)
 
     Raises
     ------
-    AttnInputError for invalid arrays, M below 3 or a tile below 1; CapacityError if a given
-    tile does not fit.
+    AttnInputError for invalid arrays, M below 3, a tile below 1, a run of more than
+    :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` tile steps, or a product beyond the
+    float range; CapacityError if a given tile does not fit.
 
     Examples
     --------
@@ -164,6 +179,8 @@ def tiled_matmul(A, B, *, M: int, tile: int | None = None, record: bool = False)
     p = B.shape[1]
     M = check_int("M", M)
     b = _tile(tile, M)
+    steps = ceil_div(m, b) * ceil_div(p, b) * ceil_div(k, b)
+    check_machine_steps(steps, "tiled_matmul", "a larger M or tile, or smaller A and B")
     mem = start_run(M, record, dtype, {"A": A, "B": B}, {"C": (m, p)})
     for I in block_ranges(m, b):
         for J in block_ranges(p, b):
@@ -175,7 +192,7 @@ def tiled_matmul(A, B, *, M: int, tile: int | None = None, record: bool = False)
                 mem.free(a, bb)
             mem.store("C", I, J, c)
             mem.free(c)
-    return finish_run(mem, ("C",), record)
+    return _finite_product(finish_run(mem, ("C",), record))
 
 
 def tiled_matmul_count(m: int, k: int, p: int, M: int, *, tile: int | None = None) -> IOCount:

@@ -22,7 +22,7 @@ from .graphs import (
     ComputationGraph,
     apply_op,
     check_graph,
-    check_moves,
+    check_schedule,
     input_values,
     least_feasible_M,
 )
@@ -45,8 +45,9 @@ class OptimalSchedule:
     """The result of :func:`optimal_io`.
 
     ``io`` = Q(G, M) = ``reads + writes``; ``moves`` one optimal schedule, a tuple of
-    ``(op, vertex)`` pairs; ``states`` the configurations expanded; ``seconds`` the search
-    time; ``M`` and ``recompute`` as asked.
+    ``(op, vertex)`` pairs; ``states`` the configurations expanded (the same on every
+    machine); ``seconds`` the search time (this machine's, under its load: for information
+    only); ``M`` and ``recompute`` as asked.
     """
 
     io: int
@@ -76,7 +77,7 @@ def optimal_io(
     *,
     recompute: bool = True,
     max_states: int = 200_000,
-    max_seconds: float = 30.0,
+    max_seconds: float | None = None,
 ) -> OptimalSchedule:
     """Q(G, M): the least I/O of any red-blue pebble game schedule of ``G`` with ``M`` red
     pebbles, and one schedule that attains it (HK81; Chapter 2's game, inputs start blue,
@@ -88,7 +89,12 @@ def optimal_io(
     M : red pebbles, at least :func:`~attnlib.iomodel.graphs.least_feasible_M` (G)
     recompute : allow a vertex to be computed more than once (the standard game); with
         False every vertex is computed at most once
-    max_states, max_seconds : the search budget
+    max_states : the search budget, in configurations expanded. A count, not a clock: the
+        same graph gets the same answer, or the same refusal, on every machine and under
+        any load
+    max_seconds : an optional deadline in seconds (default None: none). With one, whether
+        the search finishes depends on the machine's speed and load, so a result that must
+        reproduce elsewhere never sets it
 
     Returns
     -------
@@ -98,7 +104,7 @@ def optimal_io(
     Raises
     ------
     AttnInputError if G is not a graph, has more than MAX_VERTICES vertices, M is below the
-    least feasible value, or the search exceeds ``max_states`` or ``max_seconds``.
+    least feasible value, or the search exceeds ``max_states`` (or ``max_seconds``, if set).
 
     Examples
     --------
@@ -156,7 +162,7 @@ class PebbleSearch:
         *,
         recompute: bool = True,
         max_states: int = 200_000,
-        max_seconds: float = 30.0,
+        max_seconds: float | None = None,
     ):
         G = check_graph(G)
         if G.n > MAX_VERTICES:
@@ -167,7 +173,9 @@ class PebbleSearch:
         self.M_asked = check_int("M", M, minimum=least_feasible_M(G))
         self.recompute = check_bool("recompute", recompute)
         self.max_states = check_int("max_states", max_states)
-        self.max_seconds = check_positive_real("max_seconds", max_seconds)
+        self.max_seconds = (
+            None if max_seconds is None else check_positive_real("max_seconds", max_seconds)
+        )
         self.G, self.M, n = G, min(self.M_asked, G.n), G.n
         self.n = n
         self.inputs = sum(1 << v for v in G.inputs)
@@ -249,7 +257,11 @@ class PebbleSearch:
                     f"configurations without finishing (G has {self.n} vertices, M = "
                     f"{M_asked}); raise max_states or use a smaller graph"
                 )
-            if expanded % 512 == 0 and time.perf_counter() - t0 > self.max_seconds:
+            if (
+                self.max_seconds is not None
+                and expanded % 512 == 0
+                and time.perf_counter() - t0 > self.max_seconds
+            ):
                 raise AttnInputError(
                     f"optimal_io: the search exceeded max_seconds = {self.max_seconds:g} "
                     f"(G has {self.n} vertices, M = {M_asked}, {expanded} configurations "
@@ -369,8 +381,10 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
     AttnInputError for a malformed move, a move the game forbids (reading a vertex without
     a blue pebble, computing without every predecessor red, writing or deleting a vertex
     without a red pebble, placing a red pebble on a red vertex), or a schedule that leaves
-    an output without a blue pebble. The machine raises CapacityError if more than M words
-    would be live.
+    an output without a blue pebble (the rules of
+    :func:`~attnlib.iomodel.graphs.check_schedule`), or inputs whose values leave the float
+    range at some vertex. The machine raises CapacityError if more than M words would be
+    live.
 
     Examples
     --------
@@ -381,45 +395,30 @@ def replay_schedule(G: ComputationGraph, moves, M: int, inputs=None, *, record: 
     """
     G = check_graph(G)
     M = check_int("M", M)
-    moves = check_moves(G, moves)
+    record = check_bool("record", record)  # before the moves are played, not after
+    moves = check_schedule(G, moves)  # the game's rules; the machine enforces M
     if inputs is None:
         inputs = np.random.default_rng(0).standard_normal(len(G.inputs))
     values = input_values(G, inputs)
     inputs = {G.names[v]: np.array([values[v]]) for v in G.inputs}
     computed = {G.names[v]: (1,) for v in range(G.n) if G.ops[v] != "input"}
     mem = start_run(M, record, np.float64, inputs, computed)
-    blue = set(G.inputs)
-    red: dict[int, np.ndarray] = {}
-    for i, (op, v) in enumerate(moves):
+    red: dict[int, np.ndarray] = {}  # the moves are legal: check_schedule played them
+    for op, v in moves:
         name = G.names[v]
-        where = f"moves[{i}] = ({op!r}, {name!r})"
-        if op in ("read", "compute") and v in red:
-            raise AttnInputError(f"{where}: the vertex already has a red pebble")
         if op == "read":
-            if v not in blue:
-                raise AttnInputError(f"{where}: reads a vertex without a blue pebble")
             red[v] = mem.load(name, (0, 1))
         elif op == "compute":
-            missing = [G.names[u] for u in G.preds[v] if u not in red]
-            if G.ops[v] == "input" or missing:
-                why = "an input cannot be computed" if not missing else f"{missing} not red"
-                raise AttnInputError(f"{where}: cannot compute ({why})")
+            value = apply_op(G.ops[v], [float(red[u][0]) for u in G.preds[v]], vertex=repr(name))
             word = mem.alloc(1)
-            word[0] = apply_op(G.ops[v], [float(red[u][0]) for u in G.preds[v]])
+            word[0] = value
             red[v] = word
+        elif op == "write":
+            mem.store(name, (0, 1), None, red[v])
         else:
-            if v not in red:
-                raise AttnInputError(f"{where}: the vertex has no red pebble")
-            if op == "write":
-                mem.store(name, (0, 1), None, red[v])
-                blue.add(v)
-            else:
-                mem.free(red.pop(v))
+            mem.free(red.pop(v))
     for word in red.values():
         mem.free(word)
-    missing = [G.names[o] for o in G.outputs if o not in blue]
-    if missing:
-        raise AttnInputError(f"the schedule leaves outputs without a blue pebble: {missing[:5]}")
     try:
         count = mem.finish()
     except MachineError as err:  # pragma: no cover - every word is freed above

@@ -8,7 +8,7 @@ in the proof of HK81's partition lemma, and names each segment's dominator and m
 from __future__ import annotations
 
 from .._checks import AttnInputError, check_int
-from .graphs import ComputationGraph, check_graph, check_moves
+from .graphs import ComputationGraph, check_graph, check_schedule
 
 __all__ = ["schedule_segments", "is_dominator"]
 
@@ -27,11 +27,15 @@ def schedule_segments(G: ComputationGraph, moves, M: int) -> list[dict]:
       which contain the minimum set's vertices that are still needed (at most 2M).
 
     Returns a list of dicts with keys ``computed``, ``dominator``, ``minimum``, ``kept``
-    (sorted tuples of vertex indices) and ``io``. Raises AttnInputError on a bad schedule.
+    (sorted tuples of vertex indices) and ``io``. The bounds above hold for a legal schedule
+    only, so the schedule is checked first against the game's rules with M red pebbles
+    (:func:`~attnlib.iomodel.graphs.check_schedule`). Raises AttnInputError for a malformed
+    or illegal schedule (naming the first move at fault), or one that leaves an output
+    without a blue pebble.
     """
     G = check_graph(G)
     M = check_int("M", M)
-    moves = check_moves(G, moves)
+    moves = check_schedule(G, moves, M)
     succs = G.succs
     segments: list[dict] = []
     red: set[int] = set()

@@ -11,6 +11,7 @@ I/O counts of :mod:`attnlib.iomodel` with the on-chip memory of one SM as the fa
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -24,11 +25,19 @@ from .._checks import (
     check_choice,
     check_int,
     check_positive_real,
+    describe_int,
 )
 from ..nbtools import machine_rates
 
 # The package's public names (not its modules), so that this module follows them if they move.
-from . import arithmetic_intensity, attention_flops, decode_count
+from . import (
+    arithmetic_intensity,
+    attention_flops,
+    decode_count,
+    flash_backward_min_M,
+    flash_forward_min_M,
+)
+from .intensity import _per_word
 
 __all__ = [
     "WORD_BYTES",
@@ -121,26 +130,41 @@ class Device:
 
     def words_per_second(self, dtype: str) -> float:
         """Main-memory bandwidth in words of ``dtype`` per second. Raises AttnInputError for
-        an unknown dtype."""
+        an unknown dtype, or a bandwidth so small that it rounds to 0 words per second."""
         check_choice("dtype", dtype, tuple(WORD_BYTES))
-        return self.bandwidth / WORD_BYTES[dtype]
+        rate = self.bandwidth / WORD_BYTES[dtype]
+        if rate == 0:
+            raise AttnInputError(
+                f"device {self.name}: bandwidth = {self.bandwidth:g} bytes/s rounds to 0 words "
+                f"of {dtype} per second"
+            )
+        return rate
 
     def onchip_words(self, dtype: str) -> int:
         """Words of ``dtype`` in one SM's shared memory and registers together: the fast
         memory M of the two-level model for a kernel that runs one block per SM. Raises
-        AttnInputError for an unknown dtype or a device without these sizes."""
+        AttnInputError for an unknown dtype or a device without these sizes, or with less
+        than one word of ``dtype``."""
         check_choice("dtype", dtype, tuple(WORD_BYTES))
         if self.smem_bytes is None or self.regs_bytes is None:
             raise AttnInputError(f"device {self.name} has no shared memory or register size")
-        return (self.smem_bytes + self.regs_bytes) // WORD_BYTES[dtype]
+        words = (self.smem_bytes + self.regs_bytes) // WORD_BYTES[dtype]
+        if words == 0:
+            raise AttnInputError(
+                f"device {self.name}: smem_bytes + regs_bytes hold no whole word of {dtype}"
+            )
+        return words
 
     def llc_words(self, dtype: str) -> int:
         """Words of ``dtype`` in the last-level cache. Raises AttnInputError for an unknown
-        dtype or a device without a cache size."""
+        dtype or a device without a cache size, or with less than one word of ``dtype``."""
         check_choice("dtype", dtype, tuple(WORD_BYTES))
         if self.llc_bytes is None:
             raise AttnInputError(f"device {self.name} has no last-level cache size")
-        return self.llc_bytes // WORD_BYTES[dtype]
+        words = self.llc_bytes // WORD_BYTES[dtype]
+        if words == 0:
+            raise AttnInputError(f"device {self.name}: llc_bytes hold no whole word of {dtype}")
+        return words
 
 
 # The presets, one row each: name, HBM bytes/s, dense bf16 tensor FLOP/s, vector FP32 FLOP/s,
@@ -167,7 +191,9 @@ def measure_cpu(n: int = 512, length: int = 2**24, repeats: int = 5) -> Device:
     products (2n³ flops, best of ``repeats``) give ``peak_fp64`` and ``peak_fp32``; a copy of
     ``length`` float64 words (each read and written) gives ``bandwidth``. Runs on however many
     BLAS threads are in force; the numbers differ from machine to machine and run to run.
-    Raises AttnInputError on a size or count below 1.
+    Raises AttnInputError on a size or count below 1, ``repeats`` above
+    :data:`attnlib.config.MAX_REPEATS`, or matrices and buffers beyond the memory limit
+    (:func:`attnlib.nbtools.machine_rates` refuses both before it allocates or times).
     """
     n, length = check_int("n", n), check_int("length", length)
     repeats = check_int("repeats", repeats)
@@ -196,7 +222,8 @@ def machine_balance(device: Device, dtype: str) -> float:
     """The machine balance in flops per word of ``dtype``: peak FLOP/s over main-memory words
     per second. A kernel with a lower intensity is memory-bound on this device.
 
-    Raises AttnInputError for a non-Device or an unknown dtype.
+    Raises AttnInputError for a non-Device, an unknown dtype, or a device whose peak and
+    bandwidth give a balance beyond the float range.
 
     Examples
     --------
@@ -204,7 +231,13 @@ def machine_balance(device: Device, dtype: str) -> float:
     590.7
     """
     device = _check_device(device)
-    return device.peak(dtype) / device.words_per_second(dtype)
+    balance = device.peak(dtype) / device.words_per_second(dtype)
+    if not (math.isfinite(balance) and balance > 0):
+        raise AttnInputError(
+            f"device {device.name}: peak_{dtype} / bandwidth (the machine balance) is beyond "
+            f"the float range, got {balance:g} flops per word"
+        )
+    return balance
 
 
 def _intensities(intensity):
@@ -216,18 +249,32 @@ def _intensities(intensity):
     return arr
 
 
+def _roofs(intensity, device, dtype):
+    """(compute roof, memory roof) in FLOP/s: the peak, and intensity × words per second
+    (inf where that product is beyond the float range: the peak is then the smaller)."""
+    device, x = _check_device(device), _intensities(intensity)
+    with np.errstate(over="ignore"):
+        memory = np.multiply(x, device.words_per_second(dtype))
+    if np.any(memory == 0):  # intensity × bandwidth below the smallest float
+        raise AttnInputError(
+            "intensity is too small: intensity × words per second rounds to 0 FLOP/s"
+        )
+    return device.peak(dtype), memory
+
+
 def attainable_flops(intensity, device: Device, dtype: str):
     """The roofline: min(peak, intensity × words per second), in FLOP/s, for an intensity in
     flops per word of ``dtype`` (a number or an array). Raises AttnInputError for a
-    non-positive intensity, a non-Device or an unknown dtype.
+    non-positive intensity (or one so small that the rate rounds to 0), a non-Device or an
+    unknown dtype.
 
     Examples
     --------
     >>> attainable_flops(2.0, H100_SXM5, "bf16") / 1e12   # decode-like: memory-bound
     3.35
     """
-    device, x = _check_device(device), _intensities(intensity)
-    top = np.minimum(device.peak(dtype), x * device.words_per_second(dtype))
+    peak, memory = _roofs(intensity, device, dtype)
+    top = np.minimum(peak, memory)
     return float(top) if np.ndim(top) == 0 else top
 
 
@@ -235,10 +282,31 @@ def no_overlap_flops(intensity, device: Device, dtype: str):
     """FLOP/s of a kernel that never overlaps its memory traffic with its arithmetic: the time
     is the sum F/peak + W/bandwidth, so the rate is peak · I / (I + β) with β the
     :func:`machine_balance`. At the balance point it is half the peak, where the roofline
-    promises all of it. Raises AttnInputError as :func:`attainable_flops`."""
-    device, x = _check_device(device), _intensities(intensity)
-    rate = device.peak(dtype) * x / (x + machine_balance(device, dtype))
+    promises all of it. Raises AttnInputError as :func:`attainable_flops`.
+
+    The rate is computed as lo / (1 + lo/hi), lo and hi the smaller and larger of the two
+    roofs (peak and I × words per second), which equals 1/(1/peak + 1/(I·words per second))
+    and stays finite and accurate for every intensity the roofline accepts.
+    """
+    peak, memory = _roofs(intensity, device, dtype)
+    lo, hi = np.minimum(peak, memory), np.maximum(peak, memory)
+    rate = lo / (1 + lo / hi)
     return float(rate) if np.ndim(rate) == 0 else rate
+
+
+def _fast_memory(device: Device, dtype: str, d: int, which: str) -> int:
+    """One SM's on-chip words of ``dtype`` (:meth:`Device.onchip_words`), refused, naming d
+    and the device, when FlashAttention's ``which`` pass with head dimension d does not fit
+    (below :func:`~attnlib.iomodel.flash_forward_min_M` or its backward twin)."""
+    M = device.onchip_words(dtype)
+    least = (flash_forward_min_M if which == "forward" else flash_backward_min_M)(d)
+    if M < least:
+        raise AttnInputError(
+            f"d={describe_int(d)} is too large for device {device.name}: FlashAttention's "
+            f"{which} pass needs at least {describe_int(least)} words of fast memory, and its "
+            f"smem_bytes + regs_bytes hold {M} words of {dtype}"
+        )
+    return M
 
 
 def flash_intensity(
@@ -259,7 +327,7 @@ def flash_intensity(
     flops. Words are the exact count's total (reads + writes) of
     :func:`~attnlib.iomodel.flash_forward_count`, :func:`~attnlib.iomodel.flash_backward_count`
     or their causal twins. Raises AttnInputError for sizes below 1, M below the schedule's
-    minimum, or an unknown ``which``.
+    minimum, an unknown ``which``, or an intensity beyond the float range.
 
     Examples
     --------
@@ -277,7 +345,8 @@ def decode_intensity(
     cache of m keys, H query heads sharing H_kv key/value heads): H single-query
     :func:`~attnlib.iomodel.attention_flops` over :func:`~attnlib.iomodel.decode_count`.
     About 2·H/H_kv: grouping the heads multiplies the intensity by the group size. Raises
-    AttnInputError for sizes below 1 or H not a multiple of H_kv.
+    AttnInputError for sizes below 1, H not a multiple of H_kv, or an intensity beyond the
+    float range.
 
     Examples
     --------
@@ -285,7 +354,8 @@ def decode_intensity(
     [2.0, 16.0]
     """
     count = decode_count(m, d, M, d_v=d_v, H=H, H_kv=H_kv)
-    return H * attention_flops(1, d, m=m, d_v=d_v) / count.total
+    flops = H * attention_flops(1, d, m=m, d_v=d_v)
+    return _per_word(flops, count.total, "H, m and M are")
 
 
 class RooflinePoint(NamedTuple):
@@ -304,8 +374,12 @@ def roofline_point(
 ) -> RooflinePoint:
     """FlashAttention-2's pass on ``device`` in ``dtype``: :func:`flash_intensity` with the
     fast memory of one SM (:meth:`Device.onchip_words`), placed on the roofline. Raises
-    AttnInputError for a device without on-chip sizes or bad arguments."""
+    AttnInputError for a device without on-chip sizes, a d whose pass does not fit one SM,
+    or bad arguments."""
     device = _check_device(device)
-    x = flash_intensity(n, d, device.onchip_words(dtype), which=which, causal=causal)
+    d = check_int("d", d)
+    which = check_choice("which", which, ("forward", "backward"))
+    M = _fast_memory(device, dtype, d, which)
+    x = flash_intensity(n, d, M, which=which, causal=causal)
     top = attainable_flops(x, device, dtype)
     return RooflinePoint(x, top, top / device.peak(dtype), x / machine_balance(device, dtype))

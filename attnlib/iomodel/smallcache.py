@@ -28,6 +28,8 @@ from .tiling import (
     block_ranges,
     ceil_div,
     check_dims,
+    check_machine_steps,
+    check_run_logits,
     finish_run,
     span,
     start_run,
@@ -70,6 +72,18 @@ def _tile_for(M, tiles: int, vectors: int, who: str) -> int:
             f"with tile side b = 1), got M={M}"
         )
     return _largest_tile(M, tiles, vectors)
+
+
+def _refuse_tiled_overflow(S: np.ndarray, b: int) -> None:
+    """Refuse a tile of logits τ·S_IJ that overflowed while S_IJ was summed over column
+    tiles of width b. The run's logits were checked as whole dot products before it started,
+    but a sum taken tile by tile adds in another order, and a partial sum can overflow where
+    the whole one does not (e.g. q = (−10³⁰⁸, 0, 0.9·10³⁰⁸, 0.9·10³⁰⁸), k = 1, b = 2)."""
+    if not np.isfinite(S).all():
+        raise AttnInputError(
+            f"the logits scale * Q @ K.T overflow {S.dtype} in their sum over column tiles of "
+            f"width b = {b}: Q, K or scale is too large"
+        )
 
 
 def smallcache_forward_tile(M: int) -> int:
@@ -124,7 +138,9 @@ def smallcache_forward(Q, K, V, *, M: int, scale=None, record: bool = False, uns
 
     Raises
     ------
-    AttnInputError for invalid arrays, scale, M below 5, or ``unshifted`` not a bool.
+    AttnInputError for invalid arrays, scale, M below 5, ``unshifted`` not a bool, logits
+    τQKᵀ that overflow the dtype (``unshifted`` overflows far earlier, in exp, by design), or
+    a run of more than :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` tile steps.
 
     Examples
     --------
@@ -139,8 +155,11 @@ def smallcache_forward(Q, K, V, *, M: int, scale=None, record: bool = False, uns
     m, dv = V.shape
     tau = check_scale(scale, d)
     b = smallcache_forward_tile(M)
+    Tn, Tm, Td, Tv = (ceil_div(x, b) for x in (n, m, d, dv))
+    check_machine_steps(Tn * Tm * (Td + Tv), "smallcache_forward")  # the tiles of two phases
     unshifted = check_bool("unshifted", unshifted)
     dtype = float_dtype(Q, K, V)
+    check_run_logits(Q, K, tau, dtype)
     # S holds the scores (ours) or their exponentials (SY24's, unshifted)
     outputs = {"S": (n, m), "lse": (n,), "O": (n, dv)}
     mem = start_run(M, record, dtype, {"Q": Q, "K": K, "V": V}, outputs)
@@ -158,6 +177,7 @@ def smallcache_forward(Q, K, V, *, M: int, scale=None, record: bool = False, uns
                 S += q @ k.T
                 mem.free(q, k)
             S *= tau
+            _refuse_tiled_overflow(S, b)
             if unshifted:  # SY24: exp of the raw score, no shift (overflows for S > 709)
                 with np.errstate(over="ignore"):
                     S[:] = np.exp(S)
@@ -263,14 +283,21 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     :func:`attnlib.attention_backward`'s; the count equals :func:`smallcache_backward_count`
     exactly: reads ≈ 10n²d/b, writes ≈ 2n² (square case).
 
-    Raises AttnInputError for invalid arrays (lse with -inf included), scale, or M below 6.
+    Raises AttnInputError for invalid arrays (lse with -inf included), scale, M below 6,
+    logits τQKᵀ that overflow the dtype, or a run of more than
+    :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` tile steps.
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse, allow_masked_rows=False)
     n, d = Q.shape
     m, dv = V.shape
     tau = check_scale(scale, d)
     b = smallcache_backward_tile(M)
+    Tn, Tm, Td, Tv = (ceil_div(x, b) for x in (n, m, d, dv))
+    # phase 1's tiles (S and dP), then the three products dV, dQ, dK
+    steps = Tn * Tm * (Td + Tv) + Tm * Tv * Tn + 2 * Tn * Td * Tm + Tn * Tv
+    check_machine_steps(steps, "smallcache_backward")
     dtype = float_dtype(Q, K, V, O, dO, lse)
+    check_run_logits(Q, K, tau, dtype)
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"P": (n, m), "dS": (n, m), "dQ": (n, d), "dK": (m, d), "dV": (m, dv)}
     mem = start_run(M, record, dtype, inputs, outputs)
@@ -291,7 +318,9 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
                 q, k = mem.load("Q", I, L), mem.load("K", J, L)
                 P += q @ k.T
                 mem.free(q, k)
-            P[:] = np.exp(tau * P - lse_I[:, None])  # P_IJ, in place of S_IJ
+            P *= tau
+            _refuse_tiled_overflow(P, b)
+            P[:] = np.exp(P - lse_I[:, None])  # P_IJ, in place of S_IJ
             mem.store("P", I, J, P)
             dS = mem.alloc((span(I), span(J)), dtype=dtype)
             for C in vcols:  # dP_IJ = dO_I V_Jᵀ

@@ -17,6 +17,8 @@ from .machine import IOCount
 from .tiling import (
     block_ranges,
     ceil_div,
+    check_machine_steps,
+    check_run_logits,
     count_args,
     finish_run,
     span,
@@ -54,7 +56,8 @@ def standard_forward(Q, K, V, *, M: int, scale=None, record=False):
     Raises
     ------
     AttnInputError for invalid arrays, scale or M (at least
-    :func:`~attnlib.iomodel.flash_forward_min_M`).
+    :func:`~attnlib.iomodel.flash_forward_min_M`), logits τQKᵀ that overflow the dtype, or
+    a run of more than :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` block steps.
     """
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
@@ -62,7 +65,9 @@ def standard_forward(Q, K, V, *, M: int, scale=None, record=False):
     M = check_int("M", M)
     tau = check_scale(scale, d)
     B_r, B_c = _standard_blocks(d, M, d_v=d_v)
+    check_machine_steps(4 * ceil_div(n, B_r) * ceil_div(m, B_c), "standard_forward")  # 4 passes
     dtype = float_dtype(Q, K, V)
+    check_run_logits(Q, K, tau, dtype)
     t = dtype.type(tau)
     outputs = {"S": (n, m), "P": (n, m), "lse": (n,), "O": (n, d_v)}
     mem = start_run(M, record, dtype, {"Q": Q, "K": K, "V": V}, outputs)
@@ -153,7 +158,8 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
     Raises
     ------
     AttnInputError for invalid arrays, scale or M (at least
-    :func:`~attnlib.iomodel.flash_forward_min_M`).
+    :func:`~attnlib.iomodel.flash_forward_min_M`), logits τQKᵀ that overflow the dtype, or
+    a run of more than :data:`~attnlib.iomodel.tiling.MAX_MACHINE_STEPS` block steps.
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
     n, d = Q.shape
@@ -161,7 +167,11 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
     M = check_int("M", M)
     tau = check_scale(scale, d)
     B_r, B_c = _standard_blocks(d, M, d_v=d_v)
+    # P, dP, dS and dQ by row-outer tiles, dV and dK by key-outer tiles, and the D pass
+    steps = 4 * ceil_div(n, B_r) * ceil_div(m, B_c) + 2 * ceil_div(m, B_r) * ceil_div(n, B_c)
+    check_machine_steps(steps + ceil_div(n, d_pass_rows(B_r, M, d_v)), "standard_backward")
     dtype = float_dtype(Q, K, V, O, dO, lse)
+    check_run_logits(Q, K, tau, dtype)
     t = dtype.type(tau)
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"P": (n, m), "dP": (n, m), "dS": (n, m), "D": (n,)}

@@ -1,21 +1,25 @@
 """The bookkeeping every schedule on the two-level machine shares.
 
-Index ranges of blocks and tiles, ceiling division, the argument set (n, d, M, m, d_v) of a
-closed-form count, a pair of block sizes given or chosen by a rule, and the start and end of a
-run: inputs placed and outputs zeroed in slow memory, then the results read back with the
-count. The schedules in :mod:`.flash`, :mod:`.standard`, :mod:`.smallcache`, :mod:`.matmul`,
-:mod:`.causal` and :mod:`.gqa` are written with these, so that each reads as its loop nest.
+Index ranges of blocks and tiles, ceiling division and the floor sums that count the tiles of
+a causal pass in closed form, the argument set (n, d, M, m, d_v) of a closed-form count, a pair
+of block sizes given or chosen by a rule, the refusal of logits that overflow, and the start
+and end of a run: inputs placed and outputs zeroed in slow memory, then the results read back
+with the count. The schedules in :mod:`.flash`, :mod:`.standard`, :mod:`.smallcache`,
+:mod:`.matmul`, :mod:`.causal` and :mod:`.gqa` are written with these, so that each reads as
+its loop nest.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, check_int, check_memory, describe_int
+from ..fast import check_logits_finite
 from .machine import TwoLevelMemory
 
 __all__ = [
     "ceil_div",
+    "floor_sum",
     "block_ranges",
     "block_sizes",
     "span",
@@ -23,6 +27,9 @@ __all__ = [
     "check_blocks",
     "resolve_blocks",
     "count_args",
+    "check_run_logits",
+    "MAX_MACHINE_STEPS",
+    "check_machine_steps",
     "start_run",
     "tiled_product",
     "finish_run",
@@ -40,6 +47,41 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
+def floor_sum(count: int, divisor: int, a: int, b: int) -> int:
+    """Σ_{j=0}^{count−1} ⌊(a·j + b)/divisor⌋ for integers count >= 0, divisor >= 1 and
+    a, b >= 0, exactly, in O(log divisor) integer steps (no loop over j).
+
+    The causal counts sum a floor (or ceiling) of a multiple of one block size over the
+    blocks of the other, e.g. the key blocks Σ_i ⌈e_i/B_c⌉ that query block i keeps; this
+    is that sum in closed form, whatever the sizes. The reduction is Euclid's (c is the
+    divisor): with a >= c, ⌊(aj + b)/c⌋ = ⌊a/c⌋·j + ⌊((a mod c)·j + b)/c⌋, and likewise for
+    b. With a, b < c the sum counts the lattice points (j, y), 0 <= j < count,
+    1 <= y <= (aj + b)/c; counted by rows y instead of columns j they give a sum of the same
+    form with count ⌊(a·count + b)/c⌋, divisor a and slope c, whose next reduction takes
+    c mod a: the pair (c, a) steps as in Euclid's algorithm. Arguments are not validated
+    (callers pass validated sizes).
+
+    Examples
+    --------
+    >>> floor_sum(5, 3, 2, 1), sum((2 * j + 1) // 3 for j in range(5))
+    (7, 7)
+    """
+    total = 0
+    while True:
+        if a >= divisor:
+            total += (count - 1) * count // 2 * (a // divisor)
+            a %= divisor
+        if b >= divisor:
+            total += count * (b // divisor)
+            b %= divisor
+        top = a * count + b  # the line's height at x = count
+        if top < divisor:
+            return total
+        # the rows y = 1 .. ⌊top/c⌋ of the lattice points, as a sum over those rows
+        count, b = divmod(top, divisor)
+        divisor, a = a, divisor
+
+
 def block_ranges(stop: int, size: int, start: int = 0) -> list[tuple[int, int]]:
     """The half-open ranges ``(s, t)`` of at most ``size`` indices that cover
     ``range(start, stop)`` in order; the last one may be short.
@@ -50,20 +92,29 @@ def block_ranges(stop: int, size: int, start: int = 0) -> list[tuple[int, int]]:
     [(0, 4), (4, 8), (8, 10)]
     >>> block_ranges(9, 2, start=6)
     [(6, 8), (8, 9)]
+
+    Raises AttnInputError if the list would exceed the memory limit (about 150 bytes a
+    range: a tuple of two ints).
     """
+    check_memory("block_ranges' list", 150 * ceil_div(max(stop - start, 0), size), culprits="stop")
     return [(s, min(s + size, stop)) for s in range(start, stop, size)]
 
 
-def block_sizes(extent: int, size: int) -> np.ndarray:
-    """The lengths of :func:`block_ranges` ``(extent, size)``, as an int64 array.
+def block_sizes(extent: int, size: int, *, dtype=np.int64) -> np.ndarray:
+    """The lengths of :func:`block_ranges` ``(extent, size)``, as an int64 array, or with
+    ``dtype=object`` as Python ints (for sizes beyond int64).
 
     Examples
     --------
     >>> block_sizes(10, 4).tolist()
     [4, 4, 2]
+
+    Raises AttnInputError if the array would exceed the memory limit.
     """
     t = ceil_div(extent, size)
-    sizes = np.full(t, size, dtype=np.int64)
+    check_memory("block_sizes' array", (8 if dtype is np.int64 else 40) * t, culprits="extent")
+    # a size beyond the extent is one block of the whole extent (and need not fit the dtype)
+    sizes = np.full(t, min(size, extent), dtype=dtype)
     sizes[-1] = extent - size * (t - 1)
     return sizes
 
@@ -108,6 +159,47 @@ def count_args(n, d, M, m, d_v, blocks, rule) -> tuple[int, int, int, int, int, 
     invalid size, a bad pair of blocks or an M the rule refuses."""
     n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     return (n, d, M, m, d_v, *resolve_blocks(blocks, rule, d, M, d_v))
+
+
+def check_run_logits(Q, K, tau: float, dtype, *, query: str = "Q") -> None:
+    """Refuse a run whose logits τ·QKᵀ overflow ``dtype``, the dtype the run computes in,
+    with the compiled kernels' error (:func:`attnlib.fast.check_logits_finite`). Q is (n, d)
+    and K (m, d), already validated.
+
+    Without this check a schedule would return, for finite inputs, O = 0 and lse = −inf (the
+    output of a fully masked row: an overflowing maximum gives exp(−inf − (+inf))) or NaN.
+    ``query`` is the public argument that holds Q when it is called otherwise (``q`` of a
+    decoding step), so that the message names it.
+
+    Raises AttnInputError naming Q (or ``query``), K and scale if a logit overflows.
+    """
+    try:
+        check_logits_finite(Q.astype(dtype, copy=False), K.astype(dtype, copy=False), tau)
+    except AttnInputError as err:
+        if query == "Q":
+            raise
+        raise AttnInputError(f"{err} (here Q is the argument {query})") from None
+
+
+#: The most block steps (loads of a block with the work on it) a schedule runs on the
+#: machine. A step is a few numpy calls, 50-120 µs, so this is one to two minutes; a larger
+#: run is refused before it starts. Its closed-form count (``*_count``) gives its words at
+#: any size, in constant time.
+MAX_MACHINE_STEPS = 10**6
+
+
+def check_machine_steps(
+    steps: int, who: str, change: str = "a larger M or shorter Q and K"
+) -> None:
+    """Refuse, before it starts, a run of ``who`` that would take more than
+    :data:`MAX_MACHINE_STEPS` block steps; ``change`` names the public arguments that
+    would shorten it. Raises AttnInputError."""
+    if steps > MAX_MACHINE_STEPS:
+        raise AttnInputError(
+            f"{who} would take {describe_int(steps)} block steps on the machine, more than "
+            f"MAX_MACHINE_STEPS = {MAX_MACHINE_STEPS:,} (a minute or two): choose {change}, "
+            "or use the closed-form count"
+        )
 
 
 def start_run(M: int, record: bool, dtype, inputs: dict, outputs: dict) -> TwoLevelMemory:
