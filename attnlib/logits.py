@@ -176,10 +176,19 @@ def _lse_slack(Q: np.ndarray, K: np.ndarray, lse: np.ndarray, scale: float) -> n
     compute the same bound row by row from :func:`_lse_slack_terms`.
     """
     m, d = K.shape
-    a, b, c = _lse_slack_terms(Q.dtype, d, m, scale, _row_norms(K).max(initial=0.0))
+    terms = _lse_slack_terms(Q.dtype, d, m, scale, _row_norms(K).max(initial=0.0))
+    return _lse_slack_rows(_row_norms(Q), lse, terms)
+
+
+def _lse_slack_rows(q_norms: np.ndarray, lse: np.ndarray, terms) -> np.ndarray:
+    """:func:`_lse_slack` for a block of rows, from their norms ‖q_i‖ (float64), their lse and
+    the terms (a, b, c) of :func:`_lse_slack_terms`: a·‖q_i‖ + b·|lse_i| + c, with |lse_i|
+    taken as 0 where lse_i = −inf. The machine's schedules compute it from the rows of Q
+    they hold in fast memory."""
+    a, b, c = terms
     size = np.where(np.isneginf(lse), 0.0, np.abs(lse, dtype=np.float64))
     with np.errstate(over="ignore", invalid="ignore"):
-        return a * _row_norms(Q) + b * size + c
+        return a * q_norms + b * size + c
 
 
 def _probabilities_from_lse(S: np.ndarray, lse: np.ndarray, slack: np.ndarray, *, first_row=0):

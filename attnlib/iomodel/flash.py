@@ -22,6 +22,13 @@ from .._checks import (
     check_scale,
     float_dtype,
 )
+from ..logits import (
+    _lse_slack_rows,
+    _lse_slack_terms,
+    _probabilities_from_lse,
+    _row_norms,
+    max_row_norm,
+)
 from .blocks import (
     W_b,
     W_f,
@@ -283,8 +290,9 @@ def flash_backward(
     Examples
     --------
     >>> import numpy as np
-    >>> Q = K = V = O = dO = np.ones((8, 2))
-    >>> *grads, count = flash_backward(Q, K, V, O, dO, np.zeros(8), M=60)
+    >>> Q = K = V = dO = np.ones((8, 2))
+    >>> O, lse, _ = flash_forward(Q, K, V, M=60)
+    >>> *grads, count = flash_backward(Q, K, V, O, dO, lse, M=60)
     >>> count
     IOCount(reads=240, writes=88, total=328, peak_fast=52)
     """
@@ -302,6 +310,7 @@ def flash_backward(
     check_machine_steps(steps, "flash_backward")
     keep = visited_blocks(mask, block_mask, n, m, B_r, B_c)
     check_run_logits(Q, K, tau, dtype)
+    slack_terms = _lse_slack_terms(dtype, d, m, tau, max_row_norm(K))
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"D": (n,), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
     mem = start_run(M, record, dtype, inputs, outputs)
@@ -342,8 +351,9 @@ def flash_backward(
             p *= t
             if mask is not None:
                 p[~mask[I[0] : I[1], J[0] : J[1]]] = -np.inf
-            shift = np.where(np.isneginf(ls), 0, ls)  # fully masked rows: P = 0
-            np.exp(p - shift[:, None], out=p)
+            # P = exp(p − lse) ≤ 1, refusing an lse that is not the forward's for these rows
+            slack = _lse_slack_rows(_row_norms(q), ls, slack_terms)
+            _probabilities_from_lse(p, ls, slack, first_row=I[0])
             dv += p.T @ do
             np.matmul(do, v.T, out=ds)
             ds -= Di[:, None]

@@ -23,6 +23,7 @@ from .._checks import (
     check_scale,
     float_dtype,
 )
+from ..logits import _lse_slack_rows, _lse_slack_terms, _probabilities_from_lse, max_row_norm
 from .machine import IOCount
 from .tiling import (
     block_ranges,
@@ -298,6 +299,7 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     check_machine_steps(steps, "smallcache_backward")
     dtype = float_dtype(Q, K, V, O, dO, lse)
     check_run_logits(Q, K, tau, dtype)
+    slack_terms = _lse_slack_terms(dtype, d, m, tau, max_row_norm(K))
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"P": (n, m), "dS": (n, m), "dQ": (n, d), "dK": (m, d), "dV": (m, dv)}
     mem = start_run(M, record, dtype, inputs, outputs)
@@ -314,13 +316,19 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
             mem.free(o, do)
         for J in keys:
             P = mem.alloc((span(I), span(J)), dtype=dtype)
+            q_norm2 = np.zeros(span(I))  # ‖q_i‖², for the lse check's slack
             for L in dcols:  # S_IJ = Q_I K_Jᵀ
                 q, k = mem.load("Q", I, L), mem.load("K", J, L)
                 P += q @ k.T
+                with np.errstate(over="ignore"):  # an infinite norm only widens the slack
+                    q_norm2 += np.einsum("ij,ij->i", q, q, dtype=np.float64)
                 mem.free(q, k)
             P *= tau
             _refuse_tiled_overflow(P, b)
-            P[:] = np.exp(P - lse_I[:, None])  # P_IJ, in place of S_IJ
+            # P_IJ = exp(S_IJ − lse_I) ≤ 1 in place of S_IJ, refusing an lse that is not the
+            # forward's for these rows
+            slack = _lse_slack_rows(np.sqrt(q_norm2), lse_I, slack_terms)
+            _probabilities_from_lse(P, lse_I, slack, first_row=I[0])
             mem.store("P", I, J, P)
             dS = mem.alloc((span(I), span(J)), dtype=dtype)
             for C in vcols:  # dP_IJ = dO_I V_Jᵀ

@@ -12,6 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_backward_inputs, check_int, check_qkv, check_scale, float_dtype
+from ..logits import (
+    _lse_slack_rows,
+    _lse_slack_terms,
+    _probabilities_from_lse,
+    _row_norms,
+    max_row_norm,
+)
 from .blocks import d_pass_rows, flash_forward_blocks
 from .machine import IOCount
 from .tiling import (
@@ -172,6 +179,7 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
     check_machine_steps(steps + ceil_div(n, d_pass_rows(B_r, M, d_v)), "standard_backward")
     dtype = float_dtype(Q, K, V, O, dO, lse)
     check_run_logits(Q, K, tau, dtype)
+    slack_terms = _lse_slack_terms(dtype, d, m, tau, max_row_norm(K))
     t = dtype.type(tau)
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
     outputs = {"P": (n, m), "dP": (n, m), "dS": (n, m), "D": (n,)}
@@ -183,13 +191,14 @@ def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
     for I in q_rows:  # 0. P = exp(τ Q Kᵀ − lse)
         q = mem.load("Q", I)
         ls = mem.load("lse", I)
-        shift = np.where(np.isneginf(ls), 0, ls)
+        # P = exp(p − lse) ≤ 1, refusing an lse that is not the forward's for these rows
+        slack = _lse_slack_rows(_row_norms(q), ls, slack_terms)
         for J in k_cols:
             k = mem.load("K", J)
             p = mem.alloc((span(I), span(J)), dtype=dtype)
             np.matmul(q, k.T, out=p)
             p *= t
-            np.exp(p - shift[:, None], out=p)
+            _probabilities_from_lse(p, ls, slack, first_row=I[0])
             mem.store("P", I, J, p)
             mem.free(k, p)
         mem.free(q, ls)
