@@ -8,6 +8,8 @@ batched multi-head input follows PyTorch's ``scaled_dot_product_attention``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._checks import (
@@ -300,6 +302,43 @@ def _attention_backward(Q, K, V, O, dO, lse, *, scale, mask, causal):
         mask = causal_keep(n, m)
     Q, K, V, O, dO, lse = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
 
+    def backward(dO):
+        return _backward_values(Q, K, V, O, dO, lse, tau, mask)
+
+    return _finite_in_dO(backward, dO)
+
+
+def _finite_in_dO(backward, dO):
+    """``backward(dO)`` → (dQ, dK, dV), a backward pass, which is linear in dO, made finite
+    where the true gradients are: if a gradient overflows for finite inputs (dO or V near the
+    float range make dP = dO Vᵀ overflow), the pass runs again on dO·2⁻ᵉ, with e the exponent
+    of max|dO| (exact: a power of two), and its gradients are scaled back by 2ᵉ.
+
+    Raises
+    ------
+    AttnInputError
+        if a gradient is still not finite: it does not fit the dtype, or an intermediate
+        does not (dO, V, Q or K is too large).
+    """
+    # overflow is checked here, on the results: numpy's warnings would only be noise
+    with np.errstate(over="ignore", invalid="ignore"):
+        grads = backward(dO)
+        if all(np.isfinite(g).all() for g in grads):
+            return grads
+        e = math.frexp(float(np.abs(dO).max()))[1]  # max|dO| < 2^e
+        grads = backward(np.ldexp(dO, -e).astype(dO.dtype, copy=False))
+        grads = tuple(np.ldexp(g, e).astype(g.dtype, copy=False) for g in grads)
+    if not all(np.isfinite(g).all() for g in grads):
+        raise AttnInputError(
+            f"the gradients dQ, dK, dV overflow {dO.dtype}: dO, V, Q or K is too large"
+        )
+    return grads
+
+
+def _backward_values(Q, K, V, O, dO, lse, tau, mask):
+    """dQ, dK, dV of one 2-D head, arrays validated and of one dtype, ``mask`` the keep-mask
+    or None."""
+    dtype = Q.dtype
     P = _probabilities_from_lse(_scores(Q, K, tau, mask), lse, _lse_slack(Q, K, lse, tau))
     D = np.einsum("ij,ij->i", dO, O)
     dV = P.T @ dO

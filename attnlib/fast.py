@@ -79,6 +79,7 @@ from ._tiles import (
     dq_groups,
     extra_memory_bytes,
 )
+from .exact import _finite_in_dO
 from .logits import _lse_slack_terms, _row_norms, max_row_norm
 
 __all__ = [
@@ -500,7 +501,17 @@ def _backward_all_heads(Q, K, V, O, dO, lse, tau, is_causal, g):
 
 def _run_backward_kernel(Q, K, V, O, dO, lse, tau, keep, has_mask, is_causal, g):
     """dQ, dK, dV by :func:`_run_backward` on frozen 3-D arrays (heads first), with BLAS on
-    the calling thread."""
+    the calling thread, made finite where the gradients are by
+    :func:`attnlib.exact._finite_in_dO` (the pass is linear in dO)."""
+
+    def backward(dO):
+        return _backward_kernel(Q, K, V, O, _frozen(dO), lse, tau, keep, has_mask, is_causal, g)
+
+    return _finite_in_dO(backward, dO)
+
+
+def _backward_kernel(Q, K, V, O, dO, lse, tau, keep, has_mask, is_causal, g):
+    """One run of :func:`_run_backward` (see :func:`_run_backward_kernel`)."""
     heads, n, d = Q.shape
     m, dv = V.shape[1:]
     dtype = Q.dtype

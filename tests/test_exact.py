@@ -417,3 +417,22 @@ def test_the_causal_mask_guard_counts_np_tri_s_index_vectors():
         assert peak <= causal_mask_bytes(n, m) <= 2 * peak + 2**17
     with pytest.raises(al.AttnInputError, match=r"would need 36 GiB.*; n or m is too large$"):
         causal_mask(1, 2**32)  # a 4 GiB mask, at the limit, and 32 GiB of int64 indices
+
+
+@pytest.mark.parametrize("backward", [al.attention_backward, al.flash_backward])
+@pytest.mark.parametrize("big", [1e300, 1e307])
+def test_backward_with_dO_near_the_float_range(rng, backward, big):
+    """The backward pass is linear in dO: with dO near the float range (dP = dO Vᵀ would
+    overflow) the gradients are those of dO / big times big, to rounding, not NaN. A result
+    that does not fit the dtype is refused, naming dO."""
+    Q, K, V = random_qkv(rng, 300, 280, 8)
+    dO = rng.standard_normal((300, 8))
+    O, lse = al.attention_forward(Q, K, V)
+    scaled = backward(Q, K, V, O, dO * big, lse)
+    for got, ref in zip(scaled, backward(Q, K, V, O, dO, lse), strict=True):
+        assert np.isfinite(got).all()
+        assert rel_err(got / big, ref) <= 1e-14
+    with pytest.raises(al.AttnInputError, match=r"gradients .* overflow .*dO"):
+        backward(
+            Q * 1e3, K, V * 1e300, O * 1e300, dO * 1e300, al.attention_forward(Q * 1e3, K, V)[1]
+        )
