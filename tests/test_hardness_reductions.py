@@ -83,6 +83,49 @@ def test_brute_force_ov_matches_numpy(seed):
         assert got == tuple(int(x) for x in ortho[0])  # row-major first pair
 
 
+def _blocked_scan_comparisons(A, B, block):
+    """The row pairs the blocked scan of brute_force_ov compares, counted by a plain loop."""
+    A, B = A.astype(int), B.astype(int)
+    best_i, pairs = len(A), 0
+    for j0 in range(0, len(B), block):
+        for i in range(best_i):
+            for j in range(j0, min(j0 + block, len(B))):
+                pairs += 1
+                if not (A[i] @ B[j]):
+                    best_i = i
+                    break
+            if best_i == i:
+                break
+    return pairs
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_brute_force_ov_counts_the_pairs_it_compares(seed):
+    rng = np.random.default_rng(seed)
+    block = hd.ov._OV_BLOCK_ROWS
+    na, nb = int(rng.integers(1, 300)), int(rng.integers(1, 3 * block))
+    A = rng.random((na, 70)) < 0.5
+    B = rng.random((nb, 70)) < 0.5
+    if seed % 2:  # plant one orthogonal pair somewhere
+        i, j = int(rng.integers(na)), int(rng.integers(nb))
+        A[i] = np.arange(70) % 2 == 0
+        B[j] = ~A[i]
+    pair, comparisons = hd.brute_force_ov(A, B, return_comparisons=True)
+    assert pair == hd.brute_force_ov(A, B)
+    assert comparisons == _blocked_scan_comparisons(A, B, block)
+    if pair is None:
+        assert comparisons == na * nb  # a NO instance: every pair, exactly once
+    else:
+        assert comparisons <= na * nb
+
+
+def test_brute_force_ov_counts_no_more_than_needed():
+    A, B = np.zeros((500, 9), bool), np.ones((600, 9), bool)  # (0, 0) is orthogonal
+    assert hd.brute_force_ov(A, B, return_comparisons=True) == ((0, 0), 1)
+    A, B = np.ones((500, 9), bool), np.ones((600, 9), bool)  # no pair is orthogonal
+    assert hd.brute_force_ov(A, B, return_comparisons=True) == (None, 500 * 600)
+
+
 def test_brute_force_ov_accepts_01_integers():
     assert hd.brute_force_ov([[1, 0], [1, 1]], [[1, 1], [0, 1]]) == (0, 1)
     assert hd.brute_force_ov(np.ones((3, 5), int), np.ones((4, 5), np.uint8)) is None

@@ -38,6 +38,9 @@ def _as_bool_matrix(name: str, X) -> np.ndarray:
     if arr.dtype == np.bool_:
         pass
     elif arr.dtype.kind in "iu":
+        # the test and the converted copy hold a byte per entry each, as many as arr *looks*
+        # to have (a broadcast view becomes a full array)
+        check_memory(f"{name} converted to bool", 2 * arr.size, culprits=name)
         if arr.size and not np.isin(arr, (0, 1)).all():
             raise AttnInputError(f"{name} must hold only 0 and 1, got values outside {{0, 1}}")
         arr = arr.astype(np.bool_)
@@ -61,6 +64,9 @@ def _as_bool_pair(A, B) -> tuple[np.ndarray, np.ndarray]:
 
 def _pack_rows(X: np.ndarray) -> np.ndarray:
     """Pack each bool row into uint64 words (bit order irrelevant: both sides match)."""
+    # the packed bytes, padded to whole words, and their contiguous copy
+    words = -(-X.shape[1] // 64)
+    check_memory("brute_force_ov's packed rows", 16 * X.shape[0] * words, culprits="A or B")
     packed = np.packbits(X, axis=1, bitorder="little")
     pad = (-packed.shape[1]) % 8
     if pad:
@@ -70,7 +76,8 @@ def _pack_rows(X: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _first_orthogonal_pair(A, B, block):
-    """Lexicographically first (i, j) with A_i & B_j = 0 over all words, or (-1, -1).
+    """Lexicographically first (i, j) with A_i & B_j = 0 over all words, or (-1, -1), and
+    the number of row pairs compared.
 
     B is swept in blocks of ``block`` rows that stay in cache while every row of A passes
     over them. A hit (i, j) in one block is the first in that block; later blocks can only
@@ -79,6 +86,7 @@ def _first_orthogonal_pair(A, B, block):
     na, nw = A.shape
     nb = B.shape[0]
     best_i, best_j = na, -1
+    pairs = 0
     for j0 in range(0, nb, block):
         j1 = min(j0 + block, nb)
         for i in range(best_i):
@@ -92,15 +100,16 @@ def _first_orthogonal_pair(A, B, block):
                 if not hit:
                     found = j
                     break
+            pairs += (found + 1 - j0) if found >= 0 else (j1 - j0)
             if found >= 0:
                 best_i, best_j = i, found
                 break
     if best_j < 0:
-        return -1, -1
-    return best_i, best_j
+        return -1, -1, pairs
+    return best_i, best_j, pairs
 
 
-def brute_force_ov(A, B) -> tuple[int, int] | None:
+def brute_force_ov(A, B, *, return_comparisons: bool = False):
     """The first orthogonal pair (i, j), in row-major order, or None: the O(n_a·n_b·m) baseline.
 
     A is (n_a, m), B is (n_b, m), both boolean (or 0/1 integers). Rows are packed into
@@ -109,8 +118,12 @@ def brute_force_ov(A, B) -> tuple[int, int] | None:
     n_a·n_b row comparisons. The OV conjecture (implied by SETH) says no algorithm does this
     in n^{2-δ}·poly(m) for m = ω(log n).
 
+    With ``return_comparisons=True`` returns ``(pair, comparisons)``: the answer and the
+    number of row pairs the kernel compared, counted as it runs (the machine-independent
+    measure of its work).
+
     Raises :class:`AttnInputError` if A or B is not a non-empty 2-D boolean (or 0/1 integer)
-    array, or their column counts differ.
+    array, their column counts differ, or ``return_comparisons`` is not a bool.
 
     Examples
     --------
@@ -118,12 +131,14 @@ def brute_force_ov(A, B) -> tuple[int, int] | None:
     (1, 1)
     >>> brute_force_ov([[1, 1]], [[0, 1]]) is None
     True
+    >>> brute_force_ov([[1, 0], [0, 1]], [[1, 1], [1, 0]], return_comparisons=True)
+    ((1, 1), 4)
     """
     A, B = _as_bool_pair(A, B)
-    i, j = _first_orthogonal_pair(_pack_rows(A), _pack_rows(B), _OV_BLOCK_ROWS)
-    if i < 0:
-        return None
-    return int(i), int(j)
+    return_comparisons = check_bool("return_comparisons", return_comparisons)
+    i, j, pairs = _first_orthogonal_pair(_pack_rows(A), _pack_rows(B), _OV_BLOCK_ROWS)
+    pair = None if i < 0 else (int(i), int(j))
+    return (pair, int(pairs)) if return_comparisons else pair
 
 
 def planted_ov(n, m, *, orthogonal: bool, seed, density: float = 0.5):
