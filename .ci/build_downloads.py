@@ -3,7 +3,10 @@
 Usage: ``python .ci/build_downloads.py [STAGING]`` (default ``_build/downloads``).
 
 - attnlib's wheel (``pip wheel --no-deps``: attnlib is pure Python);
-- ``notebooks.zip``: every chapter notebook, with its committed outputs, under ``notebooks/``;
+- ``notebooks.zip``: every chapter notebook, with its committed outputs, under ``notebooks/``,
+  and the committed benchmark results under ``benchmarks/results/`` (the chapters assert what
+  they say about speed against them: :func:`attnlib.results.results_folder` finds them next to
+  ``notebooks/``);
 - ``requirements.txt``: the pinned dependencies the chapters were executed with.
 
 ``make book`` runs this first; book/_ext/book_site.py copies the folder into the site as
@@ -42,10 +45,16 @@ def main(staging: str = "_build/downloads") -> None:
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for nb in notebooks:
             zf.write(nb, f"notebooks/{nb.name}")
+        results = sorted((ROOT / "benchmarks" / "results").glob("*.csv"))
+        for f in [*results, ROOT / "benchmarks" / "results" / "schema.json"]:
+            zf.write(f, f"benchmarks/results/{f.name}")
     tmp.replace(out / "notebooks.zip")
     shutil.copyfile(ROOT / "requirements.txt", out / "requirements.txt")
     wheel = next(out.glob("attnlib-*.whl")).name
-    print(f"downloads: {wheel}, notebooks.zip ({len(notebooks)} notebooks), requirements.txt")
+    print(
+        f"downloads: {wheel}, notebooks.zip ({len(notebooks)} notebooks, {len(results)} "
+        "benchmark result files), requirements.txt"
+    )
 
 
 if __name__ == "__main__":

@@ -77,11 +77,35 @@ MEMORY_COLUMNS = {
 #: machine.csv: what the run ran on and how each part went (key, value).
 MACHINE_COLUMNS = {"key": str, "value": str}
 
+#: chapters_time.csv (:mod:`benchmarks.chapters`): one row per (experiment, method, shape),
+#: the timings the chapters' statements about speed are asserted against.
+CHAPTERS_TIME_COLUMNS = {
+    "experiment": str,  # exact-step (Ch. 1), loss-grad (Ch. 7), ov (Ch. 8), attention-step (Ch. 9)
+    "method": str,  # exact, flash, approx, brute-force or polynomial
+    "dtype": str,
+    "n": int,
+    "d": int,  # the head dimension; for ov, the vector length m
+    "B": float,  # the entry bound of the inputs, where the experiment sets one
+    "eps": float,  # the requested accuracy of an approximate method
+    "rank": int,  # the approximate method's rank r = C(g + d, d)
+    "clock": str,  # cpu: the process's CPU time (one thread); wall: elapsed time
+    "threads": int,
+    "status": str,  # ok, or why the row was not measured
+    "median_s": float,  # the median over the rounds of the round-robin
+    "min_s": float,  # the fastest round: what the chapters assert on
+    "max_s": float,  # the slowest round
+    "rounds": int,
+    "repeats": int,  # back-to-back calls per timing (each lasting at least 0.02 s; ov 0.2 s)
+    "load1": float,  # the load average when the experiment's round-robin started
+}
+
 TABLES = {
     "attention_time.csv": TIME_COLUMNS,
     "attention_heads.csv": HEADS_COLUMNS,
     "attention_memory.csv": MEMORY_COLUMNS,
     "machine.csv": MACHINE_COLUMNS,
+    "chapters_time.csv": CHAPTERS_TIME_COLUMNS,
+    "chapters_machine.csv": MACHINE_COLUMNS,  # the machine of chapters_time.csv
 }
 
 

@@ -1,21 +1,19 @@
 """Chapter 10's figures, and the benchmark results they are drawn from.
 
 ``python -m benchmarks.attention`` writes CSV files and, next to them, ``schema.json``: each
-file's columns and their types. :func:`read_benchmark_csv` parses every column by that type;
-:func:`median_seconds`, :func:`torch_seconds` and :func:`flash_vs_torch` look rows up by name.
+file's columns and their types. :func:`read_benchmark_csv` (from :mod:`attnlib.results`, where
+the other chapters' readers are) parses every column by that type; :func:`median_seconds`,
+:func:`torch_seconds` and :func:`flash_vs_torch` look rows up by name.
 """
 
 from __future__ import annotations
-
-import csv
-import json
-from pathlib import Path
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
 from .._checks import AttnInputError, as_real_array, check_choice, check_int
+from ..results import read_benchmark_csv
 from . import add_takeaway
 
 __all__ = [
@@ -50,46 +48,6 @@ BENCH_LABELS = {
 }
 _TIMED = (*BENCH_IMPLS, "gemm")  # the matmul limit: one gemm of the same flops
 _TORCH = ("torch-flash", "torch-math")
-_PARSERS = {
-    "str": str,
-    "int": int,
-    "float": float,
-    "bool": lambda v: {"True": True, "False": False}[v],
-}
-
-
-def read_benchmark_csv(path) -> list[dict]:
-    """The rows of a CSV file written by ``python -m benchmarks.attention``, as dicts.
-
-    Each column is parsed by the type that ``schema.json``, in the same folder, names for it
-    (str, int, float or bool); an empty cell is None.
-
-    Raises
-    ------
-    AttnInputError
-        if the file or its schema is missing, the schema does not list the file, a column is
-        not in the schema, or a value does not parse as its column's type.
-    """
-    path = Path(path)
-    schema_path = path.parent / "schema.json"
-    if not path.is_file() or not schema_path.is_file():
-        raise AttnInputError(f"path must be a benchmark CSV with schema.json next to it: {path}")
-    schema = json.loads(schema_path.read_text())
-    if path.name not in schema:
-        raise AttnInputError(f"path must be one of the files of {schema_path}, got {path.name}")
-    types = schema[path.name]
-    rows = []
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        unknown = [c for c in reader.fieldnames or [] if c not in types]
-        if unknown:
-            raise AttnInputError(f"{path.name} has columns not in {schema_path}: {unknown}")
-        for line, row in enumerate(reader, start=2):
-            try:
-                rows.append({k: None if v == "" else _PARSERS[types[k]](v) for k, v in row.items()})
-            except (KeyError, ValueError) as exc:
-                raise AttnInputError(f"{path.name}, line {line}: a value is not its type") from exc
-    return rows
 
 
 def _check_rows(name: str, rows) -> list:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 
 from .. import polymethod as pm
 from .._checks import (
@@ -36,8 +37,11 @@ __all__ = [
 
 
 def _axes(ax):
+    """A new figure and axes, or ``ax`` (a matplotlib Axes) and its figure."""
     if ax is None:
         return plt.subplots()
+    if not isinstance(ax, Axes):
+        raise AttnInputError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     return ax.figure, ax
 
 
@@ -45,7 +49,7 @@ def _vector(name, values, size=None, *, gaps=False):
     """A 1-D float array of ``size`` entries; NaN (a refused point) only with ``gaps``."""
     try:
         arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int beyond floats
         raise AttnInputError(f"{name} must be a 1-D sequence of real numbers ({exc})") from None
     arr = as_float_array(name, arr, ndim=1, allow_nonfinite=gaps)
     if size is not None and arr.size != size:
@@ -69,8 +73,8 @@ def exp_poly_error_figure(R, eps, *, ax=None):
     double precision cannot meet is drawn as the refusal message instead (Chapter 6 and its
     widget). Returns the Figure.
 
-    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number or eps is not
-    in (0, 1).
+    Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, eps is not
+    in (0, 1), or ax is neither None nor a matplotlib Axes.
     """
     R, eps = check_positive_real("R", R), check_open_unit("eps", eps)
     fig, ax = _axes(ax)
@@ -100,7 +104,7 @@ def least_degree_figure(Rs, epss, *, ax=None):
 
     Rs: positive logit ranges; epss: accuracies in (0, 1), at most seven. Returns the Figure.
 
-    Raises :class:`attnlib.AttnInputError` on a bad R or eps, or a request out of reach.
+    Raises :class:`attnlib.AttnInputError` on a bad R, eps or ax, or a request out of reach.
     """
     Rs = _vector("Rs", Rs)
     epss = [check_open_unit("eps", e) for e in _vector("epss", epss)]
@@ -321,8 +325,8 @@ def error_and_rank_figure(B_grid, errors, ranks):
 
 
 def gradient_time_figure(ns, times, *, ranks, slopes, crossovers, eps, R):
-    """Chapter 7: median CPU time of dL/dX against n, exact (numpy, materialising; tiled
-    compiled kernel) and approximate, one colour per d.
+    """Chapter 7: CPU time of dL/dX against n (the fastest round of the book's benchmark),
+    exact (numpy, materialising; tiled compiled kernel) and approximate, one colour per d.
 
     ``ns`` is the triple of n grids (numpy, tiled kernel, approximate); ``times`` maps d to
     the triple of times in seconds on those grids; ``ranks`` maps d to the rank, ``slopes`` to
@@ -366,7 +370,7 @@ def gradient_time_figure(ns, times, *, ranks, slopes, crossovers, eps, R):
                 va="bottom",
             )
     ax.set_xlabel("sequence length n")
-    ax.set_ylabel("median CPU time for dL/dX (s)")
+    ax.set_ylabel("CPU time for dL/dX (s), fastest round")
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title(
         f"Exact (numpy; tiled kernel) against approximate gradient, eps = {eps:g}, R = {R:g}"
