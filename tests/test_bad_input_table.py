@@ -38,9 +38,12 @@ from attnlib import fast
 from attnlib import hardness as hd
 from attnlib import iomodel as io
 from attnlib import logits as lg
+from attnlib import machines as mc
 from attnlib import models as mm
 from attnlib import nbtools as nbt
 from attnlib import polymethod as pm
+from attnlib import results as res
+from attnlib import widgets as wd
 from attnlib.iomodel import CapacityError, MachineError
 from attnlib.iomodel import hierarchy as hy
 from attnlib.iomodel import roofline as rf
@@ -1449,7 +1452,7 @@ raises(
 )
 valid(0, "CrossoverSweep", "fields", lambda: io.smallcache_crossover(256, 8), lambda s: s.M > 64)
 bad_ints(0, "smallcache_advantage", "n", lambda v: io.smallcache_advantage(v, 8, [64]))
-raises(0, "smallcache_advantage", "M=10", lambda: io.smallcache_advantage(64, 8, [10]), word("M"))
+raises(0, "smallcache_advantage", "M=10", lambda: io.smallcache_advantage(64, 8, [10]), r"Ms\[0\]")
 valid(
     0, "Advantage", "fields", lambda: io.smallcache_advantage(64, 8, [64]), lambda a: a.ratio[0] > 0
 )
@@ -2031,9 +2034,9 @@ raises(
 raises(
     9,
     "random_ksat",
-    "10**6x10**6",
-    lambda: hd.random_ksat(10**6, 10**6, 3, seed=0),
-    r"n_clauses or n_vars is too large",
+    "10**6-vars-10**8-clauses",
+    lambda: hd.random_ksat(10**6, 10**8, 3, seed=0),
+    r"n_clauses or k is too large",
 )
 raises(
     9,
@@ -2986,11 +2989,2314 @@ valid(0, "heads_sharing_l2", "h100", lambda: hy.heads_sharing_l2(H100, 16, 64), 
 
 # ---- second round: the compiled kernels (BLAS arguments, lse consistency) ----
 
+
+def _close_to_exact(got, Qx, Kx, Vx, dOx=None, **kw):
+    """The kernels' (O, lse[, dQ, dK, dV]) equal the exact core's on plain float64 copies,
+    entrywise within 1e-12·max(1, max|ref|)."""
+    plain = [np.array(x, dtype=np.float64) for x in (Qx, Kx, Vx)]
+    O, lse = al.attention_forward(*plain, **kw)
+    refs = [O, lse]
+    if dOx is not None:
+        refs += al.attention_backward(*plain, O, np.array(dOx, np.float64), lse, **kw)
+    for a, b in zip(got, refs, strict=True):
+        fin = np.isfinite(b)
+        if a.shape != b.shape or not np.array_equal(np.isneginf(a), np.isneginf(b)):
+            return False
+        if np.abs(a[fin] - b[fin]).max(initial=0) > 1e-12 * max(1, np.abs(b[fin]).max(initial=0)):
+            return False
+    return True
+
+
+R2 = np.random.default_rng(26)
+Q300, K300, V300, DO300 = (R2.standard_normal((300, 8)) for _ in range(4))
+ONE_Q = np.broadcast_to(Q300[0], (1, 8))  # a row stride of 0, flagged C-contiguous
+ONE_DO = DO300[0][None]
+for fname, f in [("flash_forward", al.flash_forward)]:
+    valid(
+        "r2-blas-ld",
+        fname,
+        "one-query-broadcast",
+        lambda f=f: f(ONE_Q, K300, V300),
+        lambda r: _close_to_exact(r, ONE_Q, K300, V300),
+    )
+    valid(
+        "r2-blas-ld",
+        fname,
+        "one-key-x[None]",
+        lambda f=f: f(Q300, K300[0][None], V300[0][None]),
+        lambda r: _close_to_exact(r, Q300, K300[:1], V300[:1]),
+    )
+    valid(
+        "r2-blas-ld",
+        fname,
+        "d=1-m=256",
+        lambda f=f: f(Q300[:, :1], K300[:256, :1], V300[:256, :1]),
+        lambda r: _close_to_exact(r, Q300[:, :1], K300[:256, :1], V300[:256, :1]),
+    )
+O_ONE, LSE_ONE = al.attention_forward(ONE_Q, K300, V300)
+valid(
+    "r2-blas-ld",
+    "flash_backward",
+    "one-query-broadcast",
+    lambda: (
+        (*al.attention_forward(ONE_Q, K300, V300),)
+        + al.flash_backward(ONE_Q, K300, V300, O_ONE, ONE_DO, LSE_ONE)
+    ),
+    lambda r: _close_to_exact(r, ONE_Q, K300, V300, ONE_DO),
+)
+V_1, DO_1 = V300[:, :1], DO300[:, :1]  # d_v = 1: a full (1, 256) block of V's transpose
+O_D1, LSE_D1 = al.attention_forward(Q300, K300, V_1)
+valid(
+    "r2-blas-ld",
+    "flash_backward",
+    "d_v=1-m=300",
+    lambda: (O_D1, LSE_D1, *al.flash_backward(Q300, K300, V_1, O_D1, DO_1, LSE_D1)),
+    lambda r: _close_to_exact(r, Q300, K300, V_1, DO_1),
+)
+valid(
+    "r2-blas-ld",
+    "forward_backward",
+    "one-query-x[None]",
+    lambda: fast.forward_backward(Q300[0][None], K300, V300, ONE_DO),
+    lambda r: _close_to_exact(r, Q300[:1], K300, V300, ONE_DO),
+)
+X1, Y1 = np.full((1, 1), 0.5), np.full((1, 1), -0.7)
+A300 = [R2.standard_normal((300, 1)) for _ in range(4)]
+valid(
+    "r2-blas-ld",
+    "flash_attention_loss_grad",
+    "d=1-m=300",
+    lambda: al.flash_attention_loss_grad(X1, *A300[:3], Y1, A300[3]),
+    lambda g: (
+        abs(float(g[0, 0]) - float(al.attention_loss_grad(X1, *A300[:3], Y1, A300[3])[0, 0]))
+        <= 1e-12 * max(1.0, abs(float(al.attention_loss_grad(X1, *A300[:3], Y1, A300[3])[0, 0])))
+    ),
+)
+O300, LSE300 = al.attention_forward(Q300, K300, V300)
+LSE_LOW = LSE300.copy()
+LSE_LOW[17] = (Q300[17] @ K300.T / np.sqrt(8)).max() - 0.5  # below its row's largest logit
+LSE_DEAD = LSE300.copy()
+LSE_DEAD[3] = -np.inf  # -inf on a row with kept keys
+HEADS300 = [x.reshape(2, 150, 8) for x in (Q300, K300, V300, DO300)]  # Q, K, V, dO: 2 heads
+for fname, f in [
+    ("attention_backward", al.attention_backward),
+    ("flash_backward", al.flash_backward),
+]:
+    raises(
+        "r2-lse",
+        fname,
+        "lse-below-a-logit",
+        lambda f=f: f(Q300, K300, V300, O300, DO300, LSE_LOW),
+        r"^lse .*row 17\b",
+    )
+    raises(
+        "r2-lse",
+        fname,
+        "lse--inf-on-a-kept-row",
+        lambda f=f: f(Q300, K300, V300, O300, DO300, LSE_DEAD),
+        r"^lse .*row 3\b",
+    )
+    raises(
+        "r2-lse",
+        fname,
+        "lse-800-below",
+        lambda f=f: f(Q300, K300, V300, O300, DO300, LSE300 - 800),
+        r"^lse ",
+    )
+    raises(
+        "r2-lse",
+        fname,
+        "batched-causal-lse-to-non-causal",
+        lambda f=f: f(
+            *HEADS300[:3],
+            *al.attention_forward(*HEADS300[:3], is_causal=True)[:1],
+            HEADS300[3],
+            al.attention_forward(*HEADS300[:3], is_causal=True)[1],
+        ),
+        r"^lse ",
+    )
+
 # ---- second round: the core, its guards and the chapters' helpers ----
+
+# The committed benchmark results, which the chapters assert their statements about speed
+# against (r2-clock: no compared output and no assert may rest on a live timing).
+raises("r2-clock", "results_folder", "start=int", lambda: res.results_folder(3), word("start"))
+raises("r2-clock", "results_folder", "none-above", lambda: res.results_folder("/"), word("start"))
+valid(
+    "r2-clock",
+    "results_folder",
+    "from-tests",
+    lambda: res.results_folder(__file__),
+    lambda path: (path / "chapters_time.csv").is_file(),
+)
+raises(
+    "r2-clock",
+    "read_committed",
+    "name=path",
+    lambda: res.read_committed("../results/machine.csv", start=__file__),
+    word("name"),
+)
+raises("r2-clock", "read_committed", "name=None", lambda: res.read_committed(None), word("name"))
+raises(
+    "r2-clock",
+    "read_committed",
+    "name=not-a-result",
+    lambda: res.read_committed("README.md", start=__file__),
+    word("path"),
+)
+valid(
+    "r2-clock",
+    "read_committed",
+    "machine",
+    lambda: res.read_committed("chapters_machine.csv", start=__file__),
+    lambda rows: any(r["key"] == "cpu" for r in rows),
+)
+TIMING_ROWS = [
+    {"experiment": "ov", "method": "brute-force", "n": n, "d": 8, "status": "ok", "min_s": t}
+    for n, t in ((64, 4.0), (32, 1.0))
+]
+raises(
+    "r2-clock",
+    "timing_series",
+    "statistic=mean",
+    lambda: res.timing_series(TIMING_ROWS, "ov", "brute-force", statistic="mean"),
+    word("statistic"),
+)
+raises(
+    "r2-clock",
+    "timing_series",
+    "rows=str",
+    lambda: res.timing_series("rows", "ov", "brute-force"),
+    word("rows"),
+)
+raises(
+    "r2-clock",
+    "timing_series",
+    "method=None",
+    lambda: res.timing_series(TIMING_ROWS, "ov", None),
+    word("method"),
+)
+raises(
+    "r2-clock",
+    "timing_series",
+    "where=unknown-column",
+    lambda: res.timing_series(TIMING_ROWS, "ov", "brute-force", m=8),
+    word("where"),
+)
+raises(
+    "r2-clock",
+    "timing_series",
+    "nothing-matches",
+    lambda: res.timing_series(TIMING_ROWS, "ov", "brute-force", d=9),
+    word("rows"),
+)
+raises(
+    "r2-clock",
+    "timing_series",
+    "two-rows-one-n",
+    lambda: res.timing_series(TIMING_ROWS + TIMING_ROWS, "ov", "brute-force"),
+    word("where"),
+)
+valid(
+    "r2-clock",
+    "timing_series",
+    "sorted-by-n",
+    lambda: res.timing_series(TIMING_ROWS, "ov", "brute-force", d=8),
+    lambda r: r[0].tolist() == [32, 64] and r[1].tolist() == [1.0, 4.0],
+)
+raises(
+    "r2-clock",
+    "machine_summary",
+    "rows=no-key",
+    lambda: res.machine_summary([{"cpu": "x"}], "ov"),
+    word("rows"),
+)
+raises(
+    "r2-clock",
+    "machine_summary",
+    "experiment=unknown",
+    lambda: res.machine_summary([{"key": "cpu", "value": "x"}], "ov"),
+    word("experiment"),
+)
+valid(
+    "r2-clock",
+    "machine_summary",
+    "one-line",
+    lambda: res.machine_summary([{"key": "ov_command", "value": "make bench"}], "ov"),
+    lambda text: "`make bench`" in text and "\n" not in text,
+)
+
+
+def before_allocating(fn, limit=1 << 20):
+    """``fn`` run under tracemalloc, failing if its traced peak reaches ``limit`` bytes: a
+    refusal (or an answer) that came before anything the size of the request was allocated.
+    The arguments are built outside, so only the call's own allocations count."""
+
+    def call():
+        tracemalloc.start()
+        try:
+            return fn()
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert peak < limit, f"the call allocated {peak} bytes before refusing or returning"
+
+    return call
+
+
+# r2-memory: every exact-core entry point refuses, before allocating, a call whose working
+# memory exceeds config.MAX_ALLOCATION_BYTES, naming the arguments that set its size. 320 KB
+# of input (n = m = 40,000, d = 1) asked for 11.9 GiB of scores.
+TALL = np.ones((40_000, 1))
+TALL_LSE = np.zeros(40_000)
+TALL_HEADS = TALL[None, None]  # (1, 1, 40000, 1)
+SCORES = r"scores.*; Q or K is too large"
+for fname, f in [("attention_forward", al.attention_forward), ("attention", al.attention)]:
+    raises(
+        "r2-memory", fname, "n=m=40000", before_allocating(lambda f=f: f(TALL, TALL, TALL)), SCORES
+    )
+    raises(
+        "r2-memory",
+        fname,
+        "causal-n=m=40000",
+        before_allocating(lambda f=f: f(TALL, TALL, TALL, is_causal=True)),
+        SCORES,
+    )
+    raises(
+        "r2-memory",
+        fname,
+        "batched-n=m=40000",
+        before_allocating(lambda f=f: f(TALL_HEADS, TALL_HEADS, TALL_HEADS)),
+        SCORES,
+    )
+raises(
+    "r2-memory",
+    "attention_backward",
+    "n=m=40000",
+    before_allocating(lambda: al.attention_backward(TALL, TALL, TALL, TALL, TALL, TALL_LSE)),
+    r"P and dP.*; Q or K is too large",
+)
+raises(
+    "r2-memory",
+    "attention_backward",
+    "batched-n=m=40000",
+    before_allocating(
+        lambda: al.attention_backward(
+            TALL_HEADS, TALL_HEADS, TALL_HEADS, TALL_HEADS, TALL_HEADS, TALL_LSE[None, None]
+        )
+    ),
+    r"P and dP.*; Q or K is too large",
+)
+raises(
+    "r2-memory",
+    "attention_forward_backward",
+    "n=m=40000",
+    before_allocating(lambda: al.attention_forward_backward(TALL, TALL, TALL, TALL)),
+    SCORES,
+)
+raises(
+    "r2-memory",
+    "forward_backward",
+    "kernels=exact-n=m=40000",
+    before_allocating(lambda: fast.forward_backward(TALL, TALL, TALL, TALL, kernels="exact")),
+    SCORES,
+)
+EYE1 = np.eye(1)
+for fname, f in [
+    ("attention_loss", al.attention_loss),
+    ("attention_loss_grad", al.attention_loss_grad),
+]:
+    raises(
+        "r2-memory",
+        fname,
+        "n=m=40000",
+        before_allocating(lambda f=f: f(EYE1, TALL, TALL, TALL, EYE1, TALL)),
+        rf"^{fname} would need .*; A1 or A2 is too large",
+    )
+# outputs and dtype conversions count too: zero-stride views look small and convert large
+ROW4 = np.ones((1, 4))
+HEADS_1E7 = np.broadcast_to(ROW4, (10**7, 1, 64, 4))  # O alone would be 20 GiB
+raises(
+    "r2-memory",
+    "attention_forward",
+    "batched-broadcast-outputs",
+    before_allocating(lambda: al.attention_forward(HEADS_1E7, HEADS_1E7, HEADS_1E7)),
+    r"the outputs O and lse.*; Q or V is too large",
+)
+ROW64 = np.ones((1, 64))
+Q32_1E8 = np.broadcast_to(ROW64.astype(np.float32), (10**8, 64))  # 51 GB in float64
+raises(
+    "r2-memory",
+    "attention_forward",
+    "float32-broadcast-converted",
+    before_allocating(lambda: al.attention_forward(Q32_1E8, ROW64, ROW64[:, :1])),
+    r"Q converted to float64.*; Q is too large",
+)
+# a legal large input still works: 10⁶ broadcast rows of one query
+Q_1E6 = np.broadcast_to(Q[0], (10**6, 4))
+valid(
+    "r2-memory",
+    "attention",
+    "broadcast-10**6-rows",
+    lambda: al.attention(Q_1E6, K, V),
+    lambda O: (
+        O.shape == (10**6, 3)
+        and np.array_equal(O, np.broadcast_to(O[0], O.shape))
+        and np.allclose(O[0], al.attention(Q[:1], K, V)[0], rtol=1e-14, atol=0)
+    ),
+)
+
+# r2-validation-memory: validation runs in bounded memory (np.isfinite on a zero-copy view
+# of 10⁹ rows allocated 4 GB before any check)
+NAN_ROW = np.array([1.0, 2.0, np.nan, 4.0])
+NAN_1E9 = np.broadcast_to(NAN_ROW, (10**9, 4))
+ROW_1E9 = np.broadcast_to(np.array([3.0, 4.0]), (10**9, 2))
+for fname, f in [("attention_forward", al.attention_forward), ("flash_forward", al.flash_forward)]:
+    raises(
+        "r2-validation-memory",
+        fname,
+        "Q=broadcast-10**9-rows-nan",
+        before_allocating(lambda f=f: f(NAN_1E9, K, V)),
+        r"^Q must be finite \(no NaN or inf\), found nan at index \(0, 2\)$",
+    )
+raises(
+    "r2-validation-memory",
+    "attention_backward",
+    "lse=broadcast-10**9-+inf",
+    before_allocating(
+        lambda: al.attention_backward(Q, K, V, O_REF, dO, np.broadcast_to(np.inf, (10**9,)))
+    ),
+    r"^lse must be finite \(-inf, no NaN or inf\), found inf at index \(0,\)$",
+)
+valid(
+    "r2-validation-memory",
+    "max_row_norm",
+    "X=broadcast-10**9-rows",
+    before_allocating(lambda: lg.max_row_norm(ROW_1E9)),
+    lambda r: r == 5.0,
+)
+valid(
+    "r2-validation-memory",
+    "logit_range",
+    "Q-K=broadcast-10**9-rows",
+    before_allocating(lambda: lg.logit_range(ROW_1E9, ROW_1E9, scale=0.5)),
+    lambda r: r == 12.5,
+)
+raises(
+    "r2-validation-memory",
+    "rel_err",
+    "a-b=broadcast-10**9",
+    before_allocating(
+        lambda: nbt.rel_err(np.broadcast_to(1.0, (10**9,)), np.broadcast_to(2.0, (10**9,)))
+    ),
+    r"; a or b is too large",
+)
+raises(
+    "r2-validation-memory",
+    "central_difference",
+    "x=broadcast-10**9",
+    before_allocating(lambda: nbt.central_difference(np.sum, np.broadcast_to(1.0, (10**9,)))),
+    r"; x is too large",
+)
+raises(
+    "r2-validation-memory",
+    "loglog_slope",
+    "x=broadcast-10**9",
+    before_allocating(
+        lambda: nbt.loglog_slope(np.broadcast_to(2.0, (10**9,)), np.broadcast_to(3.0, (10**9,)))
+    ),
+    r"; x or y is too large",
+)
+raises(
+    "r2-validation-memory",
+    "markdown_table",
+    "header=broadcast-10**9",
+    before_allocating(lambda: nbt.markdown_table(np.broadcast_to("a", (10**9,)), [])),
+    r"; header is too large",
+)
+
+# r2-causal-mask: the guard counts np.tri's index vectors (32 GiB for m = 2³²), not only the
+# n × m mask (4 GiB, at the limit)
+raises(
+    "r2-causal-mask",
+    "causal_mask",
+    "n=1-m=2**32",
+    before_allocating(lambda: io.causal_mask(1, 2**32)),
+    r"causal mask would need 36 GiB.*; n or m is too large",
+)
+valid(
+    "r2-causal-mask",
+    "causal_mask",
+    "3x5",
+    lambda: io.causal_mask(3, 5),
+    lambda c: (c == np.tri(3, 5, dtype=bool)).all(),
+)
+
+# r2-sizes: allocations sized by one argument are refused, naming it, instead of numpy's
+# MemoryError
+for fname, call, arg in [
+    ("gemm_rates", lambda: fast.gemm_rates(tile=10**6), "tile"),
+    ("gemm_rates", lambda: fast.gemm_rates(8, large=10**6), "large"),
+    ("exp_seconds", lambda: fast.exp_seconds(10**10), "length"),
+    ("machine_rates", lambda: nbt.machine_rates(n=10**6), "n"),
+    ("machine_rates", lambda: nbt.machine_rates(8, length=10**10), "length"),
+]:
+    raises("r2-sizes", fname, f"{arg}=huge", before_allocating(call), rf"; {arg} is too large")
+# and counts that could never finish are refused, naming them
+for fname, call, arg in [
+    ("gemm_rates", lambda: fast.gemm_rates(8, 8, repeats=10**400), "repeats"),
+    ("exp_seconds", lambda: fast.exp_seconds(8, repeats=10**400), "repeats"),
+    ("machine_rates", lambda: nbt.machine_rates(8, 64, repeats=10**400), "repeats"),
+    (
+        "round_robin_times",
+        lambda: nbt.round_robin_times({"a": (abs, (1,))}, rounds=10**400),
+        "rounds",
+    ),
+]:
+    raises("r2-sizes", fname, f"{arg}=10**400", call, word(arg))
+raises(
+    "r2-sizes",
+    "machine_rates",
+    "dtype=None",
+    lambda: nbt.machine_rates(8, 64, 1, dtype=None),
+    word("dtype"),
+)
+valid(
+    "r2-sizes",
+    "gemm_rates",
+    "dtype=np.float64",
+    lambda: fast.gemm_rates(4, 8, repeats=2, dtype=np.float64),
+    lambda r: len(r) == 2 and all(x > 0 for x in r),
+)
+
+# r2-ragged-mask: a ragged mask is refused naming mask (it escaped as numpy's ValueError)
+RAGGED = [[True] * 5] * 5 + [[True]]
+for fname, call in [
+    ("attention_forward", lambda: al.attention_forward(Q, K, V, mask=RAGGED)),
+    ("attention", lambda: al.attention(Q, K, V, mask=RAGGED)),
+    ("attention_backward", lambda: al.attention_backward(Q, K, V, O_REF, dO, LSE_REF, mask=RAGGED)),
+    ("attention_forward_backward", lambda: al.attention_forward_backward(Q, K, V, dO, mask=RAGGED)),
+    ("flash_forward", lambda: al.flash_forward(Q, K, V, mask=RAGGED)),
+    ("flash_backward", lambda: al.flash_backward(Q, K, V, O_REF, dO, LSE_REF, mask=RAGGED)),
+    ("iomodel.flash_forward", lambda: io.flash_forward(Q, K, V, M=100, mask=RAGGED)),
+    (
+        "iomodel.flash_backward",
+        lambda: io.flash_backward(Q, K, V, O_REF, dO, LSE_REF, M=100, mask=RAGGED),
+    ),
+]:
+    raises("r2-ragged-mask", fname, "mask=ragged", call, r"^mask must be convertible")
+raises(
+    "r2-ragged-mask",
+    "attention_forward",
+    "batched-mask=ragged",
+    lambda: al.attention_forward(Q[None], K[None], V[None], mask=RAGGED),
+    r"^mask must be convertible",
+)
+valid(
+    "r2-ragged-mask",
+    "attention",
+    "mask=list-of-lists",
+    lambda: al.attention(Q, K, V, mask=KEEP.tolist()),
+    lambda O: np.array_equal(O, al.attention(Q, K, V, mask=KEEP)),
+)
+
+# r2-flags: enable_gqa must be a bool on 2-D input too (the kernels refused "yes", the exact
+# path took it), and record= is a bool wherever it appears (any truthy value added a return
+# item)
+for fname, call in [
+    ("attention_forward", lambda: al.attention_forward(Q, K, V, enable_gqa="yes")),
+    ("attention", lambda: al.attention(Q, K, V, enable_gqa=1)),
+    (
+        "attention_backward",
+        lambda: al.attention_backward(Q, K, V, O_REF, dO, LSE_REF, enable_gqa="yes"),
+    ),
+    (
+        "attention_forward_backward",
+        lambda: al.attention_forward_backward(Q, K, V, dO, enable_gqa=None),
+    ),
+]:
+    raises("r2-flags", fname, "2-D-enable_gqa=non-bool", call, r"^enable_gqa must be a bool")
+A22 = np.ones((2, 2))
+for fname, call in [
+    ("TwoLevelMemory", lambda: io.TwoLevelMemory(8, record="yes")),
+    ("iomodel.flash_forward", lambda: io.flash_forward(Q, K, V, M=100, record="yes")),
+    (
+        "iomodel.flash_backward",
+        lambda: io.flash_backward(Q, K, V, O_REF, dO, LSE_REF, M=100, record=1),
+    ),
+    ("flash_forward_causal", lambda: io.flash_forward_causal(Q, K, V, M=100, record="no")),
+    (
+        "flash_backward_causal",
+        lambda: io.flash_backward_causal(Q, K, V, O_REF, dO, LSE_REF, M=100, record=[0]),
+    ),
+    ("standard_forward", lambda: io.standard_forward(Q, K, V, M=100, record=1)),
+    (
+        "standard_backward",
+        lambda: io.standard_backward(Q, K, V, O_REF, dO, LSE_REF, M=100, record=1),
+    ),
+    ("smallcache_forward", lambda: io.smallcache_forward(Q, K, V, M=50, record="no")),
+    (
+        "smallcache_backward",
+        lambda: io.smallcache_backward(Q, K, V, O_REF, dO, LSE_REF, M=50, record=2),
+    ),
+    ("naive_matmul", lambda: io.naive_matmul(A22, A22, M=12, record=None)),
+    ("tiled_matmul", lambda: io.tiled_matmul(A22, A22, M=12, record="yes")),
+    ("replay_schedule", lambda: io.replay_schedule(_G2, [], 4, record=1)),
+]:
+    raises("r2-flags", fname, "record=non-bool", call, r"^record must be a bool")
+valid(
+    "r2-flags",
+    "tiled_matmul",
+    "record=np.bool_",
+    lambda: io.tiled_matmul(A22, A22, M=12, record=np.bool_(True)),
+    lambda r: len(r) == 3 and isinstance(r[2], io.TwoLevelMemory),
+)
+
+# r2-helpers: the chapters' helpers refuse what they cannot handle (and validate in _checks)
+raises(
+    "r2-helpers",
+    "significant",
+    "value-rounds-past-the-float-max",
+    lambda: nbt.significant(1.7976931348623157e308, 3),
+    word("value"),
+)
+raises("r2-helpers", "error_text", "value=nan", lambda: nbt.error_text(math.nan), word("value"))
+raises("r2-helpers", "error_text", "value=inf", lambda: nbt.error_text(math.inf), word("value"))
+raises(
+    "r2-helpers",
+    "glue_number",
+    "digits=0",
+    lambda: nbt.glue_number("x", 5, digits=0),
+    word("digits"),
+)
+raises(
+    "r2-helpers",
+    "source",
+    "docstring=str",
+    lambda: nbt.source(nbt.below, docstring="no"),
+    word("docstring"),
+)
+raises(
+    "r2-helpers",
+    "listing",
+    "docstring=1",
+    lambda: nbt.listing(nbt.below, docstring=1),
+    word("docstring"),
+)
+raises(
+    "r2-helpers",
+    "show",
+    "docstring=None",
+    lambda: nbt.show(nbt.below, docstring=None),
+    word("docstring"),
+)
+raises(
+    "r2-helpers",
+    "markdown_table",
+    "header=str",
+    lambda: nbt.markdown_table("ab", [(1, 2)]),
+    word("header"),
+)
+raises(
+    "r2-helpers", "markdown_table", "rows=str", lambda: nbt.markdown_table(["a"], "x"), word("rows")
+)
+raises(
+    "r2-helpers",
+    "markdown_table",
+    "row=0-d-array",
+    lambda: nbt.markdown_table(["a"], [np.array(1.0)]),
+    word("rows[0]"),
+)
+raises(
+    "r2-helpers",
+    "markdown_table",
+    "cell-with-newline",
+    lambda: nbt.markdown_table(["a"], [["x\ny"]]),
+    re.escape("rows[0][0]"),
+)
+valid(
+    "r2-helpers",
+    "markdown_table",
+    "cell-with-pipe-is-escaped",
+    lambda: nbt.markdown_table(["|x|"], [["a|b"]]),
+    lambda t: t.splitlines()[0] == r"| \|x\| |" and t.splitlines()[2] == r"| a\|b |",
+)
+valid(
+    "r2-helpers",
+    "rel_err",
+    "difference-overflows",
+    lambda: nbt.rel_err([1e308], [-1e308]),
+    lambda e: e == 2.0,
+)
+valid(
+    "r2-helpers",
+    "rel_err",
+    "float32-difference-overflows",
+    lambda: nbt.rel_err(np.float32([3e38]), np.float32([-3e38])),
+    lambda e: e == 2.0,
+)
+raises(
+    "r2-helpers",
+    "central_difference",
+    "f=None",
+    lambda: nbt.central_difference(None, [1.0]),
+    word("f"),
+)
+raises(
+    "r2-helpers",
+    "central_difference",
+    "f-returns-nan",
+    lambda: nbt.central_difference(lambda x: math.nan, [1.0]),
+    word("f"),
+)
+raises(
+    "r2-helpers",
+    "central_difference",
+    "f-returns-array",
+    lambda: nbt.central_difference(lambda x: x, [1.0, 2.0]),
+    word("f"),
+)
+raises(
+    "r2-helpers",
+    "central_difference",
+    "h-below-the-spacing-of-x",  # x + h == x: the gradient came out 0
+    lambda: nbt.central_difference(np.sum, [1e20]),
+    word("h"),
+)
+raises(
+    "r2-helpers",
+    "central_difference",
+    "h-overflows-x",
+    lambda: nbt.central_difference(np.sum, [1e308], h=1e308),
+    word("h"),
+)
+raises(
+    "r2-helpers",
+    "median_time",
+    "min_total=''",
+    lambda: nbt.median_time(abs, 1, min_total=""),
+    word("min_total"),
+)
+raises(
+    "r2-helpers",
+    "median_time",
+    "min_total=nan",
+    lambda: nbt.median_time(abs, 1, min_total=math.nan),
+    word("min_total"),
+)
+raises(
+    "r2-helpers",
+    "round_robin_times",
+    "min_seconds=1e300",  # its repeat count overflowed math.ceil
+    lambda: nbt.round_robin_times({"a": (abs, (1,))}, min_seconds=1e300),
+    word("min_seconds"),
+)
+raises(
+    "r2-helpers",
+    "loglog_slope",
+    "one-distinct-x",
+    lambda: nbt.loglog_slope([2.0, 2.0, 2.0], [1.0, 2.0, 3.0]),
+    word("x"),
+)
+raises(
+    "r2-helpers",
+    "loglog_crossover",
+    "x-not-increasing",
+    lambda: nbt.loglog_crossover([4.0, 1.0], [16.0, 1.0], [4.0, 4.0]),
+    word("x"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "values=str",
+    lambda: wd.grid_slider("x", "abc", "a"),
+    word("values"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "values-1-and-1.0",  # equal: the frame of one stood for the other
+    lambda: wd.grid_slider("x", [1, 1.0], 1.0),
+    word("values"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "values=[array]",
+    lambda: wd.grid_slider("x", [np.array([1, 2])], np.array([1, 2])),
+    re.escape("values[0]"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "values=[nan]",
+    lambda: wd.grid_slider("x", [math.nan, 1.0], 1.0),
+    re.escape("values[0]"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "values=0-d",
+    lambda: wd.grid_slider("x", np.array(1.0), 1.0),
+    word("values"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "labels=str",
+    lambda: wd.grid_slider("x", [1, 2, 3], 1, labels="abc"),
+    word("labels"),
+)
+raises(
+    "r2-helpers",
+    "grid_slider",
+    "values=1000",
+    lambda: wd.grid_slider("x", range(1000), 1),
+    word("values"),
+)
+valid(
+    "r2-helpers",
+    "grid_slider",
+    "numpy-values-become-python",
+    lambda: wd.grid_slider("x", np.arange(3), np.int64(1)),
+    lambda c: c.values == (0, 1, 2) and all(type(v) is int for v in c.values) and c.index == 1,
+)
+raises(
+    "r2-helpers",
+    "GridControl",
+    "value-not-in-values",
+    lambda: wd.GridControl("x", (1, 2), 5, ("1", "2"), "range"),
+    word("value"),
+)
+raises(
+    "r2-helpers",
+    "GridControl",
+    "kind=slider",
+    lambda: wd.GridControl("x", (1, 2), 1, ("1", "2"), "slider"),
+    word("kind"),
+)
+DRAW = "attnlib.plots.iomodel:matmul_io_at"
+POINT = {"log2_M": 10, "tile": 12}
+for what, kw, arg in [
+    ("dpi=0", {"dpi": 0}, "dpi"),
+    ("dpi=10**5", {"dpi": 10**5}, "dpi"),
+    ("colors=1000", {"colors": 1000}, "colors"),
+    ("colors=1", {"colors": 1}, "colors"),
+]:
+    raises(
+        "r2-helpers",
+        "render_frame",
+        what,
+        lambda kw=kw: wd.render_frame(wd.resolve_draw(DRAW), POINT, **kw),
+        word(arg),
+    )
+raises(
+    "r2-helpers",
+    "render_frame",
+    "point=list",
+    lambda: wd.render_frame(wd.resolve_draw(DRAW), [1]),
+    word("point"),
+)
+raises("r2-helpers", "render_frame", "draw=None", lambda: wd.render_frame(None, {}), word("draw"))
+raises(
+    "r2-helpers",
+    "log2_slider",
+    "hi=10**400",
+    lambda: wd.log2_slider("k", 0, 10**400, 3),
+    word("hi"),
+)
+raises(
+    "r2-helpers",
+    "live_figure",
+    "fixed=numpy-int",  # not JSON: the page's data broke when displayed
+    lambda: wd.live_figure(
+        wd.resolve_draw(DRAW), name="a", alt="b", fixed={"log2_M": np.int64(10)},
+        tile=wd.grid_slider("t", [12], 12),
+    ),
+    word("fixed"),
+)  # fmt: skip
+raises(
+    "r2-helpers",
+    "live_figure",
+    "fixed=str",
+    lambda: wd.live_figure(wd.resolve_draw(DRAW), name="a", alt="b", fixed="ab"),
+    word("fixed"),
+)
+raises(
+    "r2-helpers",
+    "LiveFigure.alt_text",
+    "index=-1",
+    lambda: wd.LiveFigure(
+        wd.resolve_draw(DRAW), {"tile": wd.grid_slider("t", [12], 12)}, name="a", alt="b",
+        fixed={"log2_M": 10},
+    ).alt_text(-1),
+    word("index"),
+)  # fmt: skip
+
+# r2-names: every refusal names the public argument at fault
+raises("r2-names", "resolve_draw", "spec=relative", lambda: wd.resolve_draw(".x:y"), word("spec"))
+raises("r2-names", "resolve_draw", "spec=None", lambda: wd.resolve_draw(None), word("spec"))
+raises(
+    "r2-names",
+    "resolve_draw",
+    "spec=unknown",
+    lambda: wd.resolve_draw("no_such_module:f"),
+    word("spec"),
+)
+raises("r2-names", "choice", "options=[]", lambda: wd.choice("x", [], 1), word("options"))
+raises(
+    "r2-names", "choice", "value-not-an-option", lambda: wd.choice("x", ["a"], "b"), word("options")
+)
+raises(
+    "r2-names",
+    "median_time",
+    "min_repeats-above-max_repeats",
+    lambda: nbt.median_time(abs, 1, min_repeats=100),
+    word("min_repeats"),
+)
+raises(
+    "r2-names",
+    "flop_count",
+    "n=-10**400",
+    lambda: fast.flop_count(-(10**400), 1, 1),
+    r"^n must .*got ~10\^400$",
+)
+
+# r2-grid (own round): round_up_to_grid rounds *up* (the rounded logarithm landed an ulp
+# below R), and refuses what leaves the float range instead of raising OverflowError
+valid(
+    "r2-grid",
+    "round_up_to_grid",
+    "never-below-R",
+    lambda: lg.round_up_to_grid(3.966866922953173, 1000),
+    lambda r: r >= 3.966866922953173,
+)
+raises(
+    "r2-grid", "round_up_to_grid", "R=1.79e308", lambda: lg.round_up_to_grid(1.79e308), word("R")
+)
+raises(
+    "r2-grid",
+    "round_up_to_grid",
+    "steps=10**400",
+    lambda: lg.round_up_to_grid(3.0, 10**400),
+    word("steps_per_octave"),
+)
+
+
+# r2-kernel-memory: the compiled kernels refuse, before copying or allocating anything of the
+# request's size, a call whose inputs (converted, made contiguous: a broadcast of 10^9 rows
+# becomes 30 GiB) and own arrays (outputs, blocked transposes, dQ copies, scratch) exceed the
+# limit; numpy's MemoryError escaped before.
+HUGE_Q = np.broadcast_to(np.ones(8), (10**9, 8))
+HUGE_LSE = np.broadcast_to(np.zeros(1), (10**9,))
+SMALL_KV = np.ones((5, 8))
+raises(
+    "r2-kernel-memory",
+    "flash_forward",
+    "broadcast-10^9-queries",
+    before_allocating(lambda: al.flash_forward(HUGE_Q, SMALL_KV, SMALL_KV)),
+    r"flash_forward would need .* Q, K or V is too large",
+)
+raises(
+    "r2-kernel-memory",
+    "flash_backward",
+    "broadcast-10^9-queries",
+    before_allocating(
+        lambda: al.flash_backward(HUGE_Q, SMALL_KV, SMALL_KV, HUGE_Q, HUGE_Q, HUGE_LSE)
+    ),
+    r"flash_backward would need .* is too large",
+)
+raises(
+    "r2-kernel-memory",
+    "flash_forward",
+    "broadcast-mask-10^5-by-10^5",
+    before_allocating(
+        lambda: al.flash_forward(
+            np.broadcast_to(np.ones(2), (10**5, 2)),
+            np.broadcast_to(np.ones(2), (10**5, 2)),
+            np.broadcast_to(np.ones(2), (10**5, 2)),
+            mask=np.broadcast_to(np.ones(10**5, bool), (10**5, 10**5)),
+        )
+    ),
+    r"contiguous copy of mask.*; mask is too large",
+)
+raises(
+    "r2-kernel-memory",
+    "flash_forward",
+    "batched-broadcast-heads",
+    before_allocating(
+        lambda: al.flash_forward(
+            np.broadcast_to(np.ones(8), (10**4, 8, 10**4, 8)),
+            np.broadcast_to(np.ones(8), (10**4, 8, 5, 8)),
+            np.broadcast_to(np.ones(8), (10**4, 8, 5, 8)),
+        )
+    ),
+    r"would need .* is too large",
+)
+
 
 # ---- second round: Parts II-IV (polymethod, hardness, models) ----
 
+# gradient_errors' reference must be the exact pass of this stack, X and G (r2-reference)
+
+
+@cache
+def _r2_reference():
+    return mm.exact_reference(_stack(), SX, SG)
+
+
+@cache
+def _r2_ffn_stack():
+    return mm.random_stack(2, 8, 2, seed=0, ffn=True)
+
+
+for what, call, pattern in [
+    (
+        "reference-of-another-n",
+        lambda: mm.gradient_errors(_stack(), SX[:3], SG[:3], mm.EXACT, reference=_r2_reference()),
+        r"reference was computed for an input of another shape",
+    ),
+    (
+        "reference-of-another-X",
+        lambda: mm.gradient_errors(_stack(), SX + 1, SG, mm.EXACT, reference=_r2_reference()),
+        r"reference was computed for a different X",
+    ),
+    (
+        "reference-of-another-G",
+        lambda: mm.gradient_errors(_stack(), SX, SG + 1, mm.EXACT, reference=_r2_reference()),
+        r"reference was computed for a different G",
+    ),
+    (
+        "reference-of-another-stack",
+        lambda: mm.gradient_errors(_r2_ffn_stack(), SX, SG, mm.EXACT, reference=_r2_reference()),
+        r"reference was computed for another stack",
+    ),
+    (
+        "reference-of-the-same-shapes-another-stack",
+        lambda: mm.gradient_errors(
+            mm.random_stack(2, 8, 2, seed=1), SX, SG, mm.EXACT, reference=_r2_reference()
+        ),
+        r"reference was computed for another stack",
+    ),
+    (
+        "reference-junk-tuple",
+        lambda: mm.gradient_errors(
+            _stack(), SX, SG, mm.EXACT, reference=(np.ones(3), [1, 2], [1, 2, 3])
+        ),
+        word("reference"),
+    ),
+]:
+    raises("r2-reference", "gradient_errors", what, call, pattern)
+valid(
+    "r2-reference",
+    "gradient_errors",
+    "reference-reused",
+    lambda: mm.gradient_errors(_stack(), SX, SG, mm.exact_kernel(), reference=_r2_reference()),
+    lambda g: g.input == 0.0 and g.params == 0.0,
+)
+
+# random_ksat draws k distinct variables per clause without an n_clauses × n_vars matrix
+
+
+def _r2_formula_ok(formula, n_vars, n_clauses, k) -> bool:
+    return len(formula) == n_clauses and all(
+        len(c) == k
+        and len({abs(lit) for lit in c}) == k
+        and all(1 <= abs(lit) <= n_vars for lit in c)
+        and [abs(lit) for lit in c] == sorted(abs(lit) for lit in c)
+        for c in formula
+    )
+
+
+valid(
+    "r2-ksat-matrix",
+    "random_ksat",
+    "n_vars=10**6",
+    lambda: hd.random_ksat(10**6, 4000, 3, seed=0),
+    lambda f: _r2_formula_ok(f, 10**6, 4000, 3),
+)
+valid(
+    "r2-ksat-matrix",
+    "random_ksat",
+    "n_vars=2**63-1",
+    lambda: hd.random_ksat(2**63 - 1, 5, 4, seed=1),
+    lambda f: _r2_formula_ok(f, 2**63 - 1, 5, 4),
+)
+valid(
+    "r2-ksat-matrix",
+    "random_ksat",
+    "k=n_vars-1-wide-clauses",
+    lambda: hd.random_ksat(10**5, 3, 10**5 - 1, seed=2),
+    lambda f: _r2_formula_ok(f, 10**5, 3, 10**5 - 1),
+)
+raises(
+    "r2-ksat-matrix",
+    "random_ksat",
+    "n_vars=2**63",
+    lambda: hd.random_ksat(2**63, 5, 3, seed=0),
+    word("n_vars"),
+)
+raises(
+    "r2-ksat-matrix",
+    "random_ksat",
+    "10**8-clauses",
+    lambda: hd.random_ksat(10**6, 10**8, 3, seed=0),
+    r"n_clauses or k is too large",
+)
+
+# DIMACS integers beyond Python's digit limit for int() (r2-dimacs-digits)
+raises(
+    "r2-dimacs-digits",
+    "read_dimacs",
+    "header-5000-digits",
+    lambda: hd.read_dimacs("p cnf " + "9" * 5000 + " 1\n1 0\n"),
+    r"text line 1",
+)
+raises(
+    "r2-dimacs-digits",
+    "read_dimacs",
+    "literal-5000-digits",
+    lambda: hd.read_dimacs("p cnf 3 1\n-" + "9" * 5000 + " 0\n"),
+    r"text line 2",
+)
+
+# no logit range reaches eps ≤ 10u: max_logit_range must not return a negative R
+raises(
+    "r2-logit-floor", "max_logit_range", "eps=1e-20", lambda: pm.max_logit_range(1e-20), word("eps")
+)
+valid(
+    "r2-logit-floor",
+    "max_logit_range",
+    "eps=1e-14",
+    lambda: pm.max_logit_range(1e-14),
+    lambda R: R > 0 and pm.least_degree(R / 2, 1e-14) >= 0,
+)
+
+# R < 1: the interpolant's coefficients, and the textbook bound, at tiny ranges (r2-tiny-range)
+_TAYLOR4 = np.array([1.0, 1.0, 0.5, 1 / 6])
+for _Rt, _gt in [(1e-30, 3), (1e-12, 40), (1e-300, 400)]:
+    valid(
+        "r2-tiny-range",
+        "exp_poly_of_degree",
+        f"R={_Rt:g}-g={_gt}",
+        lambda R=_Rt, g=_gt: pm.exp_poly_of_degree(R, g),
+        lambda p, R=_Rt: (
+            np.allclose(p.coef[:4], _TAYLOR4, rtol=1e-12, atol=0)
+            and finite(p.coef)
+            and pm.max_relative_error(p, R) <= 1e-15
+        ),
+    )
+for _Rt in (5e-324, 1e-300):
+    valid(
+        "r2-tiny-range",
+        "relative_error_bound",
+        f"R={_Rt:g}-g=400",
+        lambda R=_Rt: pm.relative_error_bound(R, 400),
+        lambda b: 0 < b < 1e-300,  # a bound that rounds to 0 would claim an exact polynomial
+    )
+
+# the feature map's monomials near the float range (r2-feature-overflow)
+_R2Q, _R2K = R.uniform(-1, 1, (6, 4)), R.uniform(-1, 1, (5, 4))
+_R2V = R.standard_normal((5, 3))
+
+
+def _r2_identity(Qm, Km, scale):
+    U, Vf = pm.poly_features(Qm, Km, [1.0, 1.0, 0.5, 1 / 6], scale=scale)
+    s = scale * (Qm @ Km.T)
+    return np.allclose(U @ Vf.T, 1 + s + s**2 / 2 + s**3 / 6, rtol=1e-12, atol=1e-12)
+
+
+for what, args in [
+    ("Q=1e200-K=1e-200", (_R2Q * 1e200, _R2K * 1e-200, 0.5)),
+    ("scale=1e300-entries-1e-150", (_R2Q * 1e-150, _R2K * 1e-150, 1e300)),
+    ("scale=1e-300-entries-1e150", (_R2Q * 1e150, _R2K * 1e150, 1e-300)),
+]:
+    valid("r2-feature-overflow", "poly_features", what, lambda a=args: _r2_identity(*a), bool)
+valid(
+    "r2-feature-overflow",
+    "poly_features",
+    "scale=1e308",  # τ^k overflowed a Python float: OverflowError
+    lambda: pm.poly_features(_R2Q, _R2K, [1.0, 1.0, 0.5], scale=1e308),
+    lambda uv: finite(uv[0]) and finite(uv[1]),
+)
+raises(
+    "r2-feature-overflow",
+    "poly_features",
+    "entries-1e200",
+    lambda: pm.poly_features(_R2Q * 1e200, _R2K * 1e200, [1.0, 1.0, 0.5], scale=1.0),
+    r"overflows float64: the monomials of Q, K and scale",
+)
+raises(
+    "r2-feature-overflow",
+    "rowwise_kron",
+    "products-1e400",
+    lambda: pm.rowwise_kron(np.full((2, 2), 1e200), np.full((2, 2), 1e200)),
+    r"A or B is too large",
+)
+valid(
+    "r2-feature-overflow",
+    "approx_attention",
+    "Q=1e100-K=1e-100",
+    lambda: pm.approx_attention(_R2Q * 1e100, _R2K * 1e-100, _R2V, eps=1e-3),
+    lambda O: (
+        finite(O)
+        and np.abs(O - al.attention(_R2Q * 1e100, _R2K * 1e-100, _R2V)).max()
+        <= pm.forward_error_bound(1e-3, np.abs(_R2V).max())
+    ),
+)
+
+# V and dO near the float range (r2-value-scale): Õ is a convex combination of V's rows
+valid(
+    "r2-value-scale",
+    "approx_attention",
+    "V=1e308",
+    lambda: pm.approx_attention(_R2Q, _R2K, np.full((5, 3), 1e308), eps=1e-3),
+    lambda O: finite(O) and np.allclose(O, 1e308, rtol=1e-12),
+)
+valid(
+    "r2-value-scale",
+    "approx_attention_backward",
+    "V=1e308",
+    lambda: (
+        pm.approx_attention_backward(_R2Q, _R2K, np.full((5, 3), 1e308), dO[:, :3], eps=1e-3),
+        pm.approx_attention_backward(_R2Q, _R2K, _R2V, dO[:, :3], eps=1e-3),
+    ),
+    lambda r: finite(list(r[0])) and np.array_equal(r[0][2], r[1][2]),  # dV does not see V
+)
+raises(
+    "r2-value-scale",
+    "approx_attention_backward",
+    "V=dO=1e200",
+    lambda: pm.approx_attention_backward(
+        _R2Q, _R2K, np.full((5, 3), 1e200), np.full((6, 3), 1e200), eps=1e-3
+    ),
+    r"overflows float64: V, dO",
+)
+for fname, f in [
+    ("approx_attention_loss_grad", pm.approx_attention_loss_grad),
+    ("kronecker_loss_grad", pm.kronecker_loss_grad),
+]:
+    raises(
+        "r2-value-scale",
+        fname,
+        "A3=1e300",
+        lambda f=f: f(X, A1, A2, A3 * 1e300, Y, E, eps=1e-3),
+        r"A3 @ Y or E is too large",
+    )
+    raises(
+        "r2-value-scale",
+        fname,
+        "Y=1e300",
+        lambda f=f: f(X, A1, A2, A3, Y * 1e300, E, eps=1e-3),
+        r"A3 @ Y or E is too large",
+    )
+
+# the error bounds overflow a float (r2-bound-overflow); U(−B, B) needs 2B finite
+raises(
+    "r2-bound-overflow",
+    "loss_grad_error_bound",
+    "A3=1e300",
+    lambda: pm.loss_grad_error_bound(X, A1, A2, A3 * 1e300, Y, E, eps=1e-3),
+    r"A1, A2, A3, Y or E",
+)
+raises(
+    "r2-bound-overflow",
+    "loss_grad_magnitude_bound",
+    "Y=1e300",
+    lambda: pm.loss_grad_magnitude_bound(X, A1, A2, A3, Y * 1e300, E),
+    r"A1, A2, A3, Y or E",
+)
+raises(
+    "r2-bound-overflow",
+    "entrywise_product_bound",
+    "entries-1e200",
+    lambda: pm.entrywise_product_bound(A1 * 1e200, A2 * 1e200, 1.0),
+    word("A1"),
+)
+raises(
+    "r2-bound-overflow",
+    "entrywise_product_bound",
+    "p_error_max=1e308",
+    lambda: pm.entrywise_product_bound(A1, A2, 1e308),
+    word("p_error_max"),
+)
+raises(
+    "r2-bound-overflow",
+    "bounded_loss_inputs",
+    "B=1e308",
+    lambda: pm.bounded_loss_inputs(4, 3, 1e308, 0),
+    word("B"),
+)
+
+# λ is named when λτ or the logits λτQKᵀ overflow, and λτ underflowing is λ = 0 (r2-lam-blame)
+raises(
+    "r2-lam-blame",
+    "attention_norm_squared",
+    "lam*scale-overflows",
+    lambda: hd.attention_norm_squared(Q, K, V, lam=1e300, scale=1e10),
+    word("lam"),
+)
+raises(
+    "r2-lam-blame",
+    "attention_norm_squared",
+    "lam*logits-overflow",
+    lambda: hd.attention_norm_squared(Q * 1e150, K * 1e150, V, lam=1e10),
+    word("lam"),
+)
+valid(
+    "r2-lam-blame",
+    "attention_norm_squared",
+    "lam*scale-underflows",
+    lambda: hd.attention_norm_squared(Q, K, V, lam=1e-300, scale=1e-100),
+    lambda v: v == hd.attention_norm_squared(Q, K, V, lam=0.0),
+)
+raises(
+    "r2-lam-blame",
+    "attention_from_gradient",
+    "scale=1e308-embedding-overflows",
+    lambda: hd.attention_from_gradient(Q, K, V, al.attention_loss_grad, nodes=4, scale=1e308),
+    r"Q, K or scale is too large",
+)
+raises(
+    "r2-lam-blame",
+    "riemann_from_gradient",
+    "grad_fn-refuses",
+    lambda: hd.riemann_from_gradient(
+        Q, K, V, lambda *a: pm.approx_attention_loss_grad(*a, eps=1e-15), nodes=2
+    ),
+    word("grad_fn"),  # eps out of reach: the refusal is grad_fn's, of arguments it was given
+)
+
+# Gauss–Legendre's bound: the culprit of an overflow, and tiny logit widths (r2-quadrature)
+raises(
+    "r2-quadrature",
+    "gauss_legendre_error_bound",
+    "logits-1e300-wide",
+    lambda: hd.gauss_legendre_error_bound(_QKV[0] * 1e150, _QKV[1] * 1e150, _QKV[2], 8),
+    r"logits' rows too wide",
+)
+valid(
+    "r2-quadrature",
+    "gauss_legendre_error_bound",
+    "scale=5e-324",
+    lambda: hd.gauss_legendre_error_bound(*_QKV, 8, scale=5e-324),
+    lambda b: 0 <= b < 1e-300,
+)
+
+# needed_entry_factor names the instance at fault (r2-instances)
+raises(
+    "r2-instances",
+    "needed_entry_factor",
+    "Q-1-D",
+    lambda: hd.needed_entry_factor([(np.ones(3), K, V, 0.5, True)], 1.0),
+    r"instances\[0\]'s Q",
+)
+raises(
+    "r2-instances",
+    "needed_entry_factor",
+    "V-rows",
+    lambda: hd.needed_entry_factor([(Q, K, V[:2], 0.5, True)], 1.0),
+    r"instances\[0\]'s V",
+)
+raises(
+    "r2-instances",
+    "needed_entry_factor",
+    "logits-overflow",
+    lambda: hd.needed_entry_factor([(*hd.ov_to_attention(OV_A, OV_B), True)], 1e308),
+    r"instances\[0\] at scale=1e\+308",
+)
+
+# noisy_gradient's function: what grad_fn returns, and noise beyond the float range (r2-noisy)
+valid(
+    "r2-noisy",
+    "noisy_gradient",
+    "grad_fn-returns-a-list",
+    lambda: hd.noisy_gradient(lambda *a: [[1.0, 2.0]], 0.0, 0)(),
+    lambda G: np.array_equal(G, [[1.0, 2.0]]),
+)
+raises(
+    "r2-noisy",
+    "noisy_gradient",
+    "grad_fn-returns-a-str",
+    lambda: hd.noisy_gradient(lambda *a: "G", 0.1, 0)(),
+    word("grad_fn"),
+)
+raises(
+    "r2-noisy",
+    "noisy_gradient",
+    "noise-overflows",
+    lambda: hd.noisy_gradient(lambda *a: np.full((2, 2), 1e300), 1e10, 0)(),
+    word("rel"),
+)
+
+
+# sizes beyond the allocation limit, refused before allocating (r2-memory); zero-stride views
+def _r2_view(shape, value=0.5, dtype=np.float64):
+    return np.broadcast_to(np.full((1,) * len(shape), value, dtype), shape)
+
+
+for fname, call in [
+    (
+        "ov_to_attention",
+        lambda: hd.ov_to_attention(
+            _r2_view((2**16, 2**16), True, bool), OV_B[:, :1].repeat(2**16, 1)
+        ),
+    ),
+    (
+        "gap_ann_to_attention",
+        lambda: hd.gap_ann_to_attention(
+            _r2_view((2**16, 2**16), True, bool), np.ones((1, 2**16), bool), 2, 1.0
+        ),
+    ),
+    (
+        "brute_force_ov",
+        lambda: hd.brute_force_ov(_r2_view((10**9, 64), True, bool), _r2_view((2, 64), True, bool)),
+    ),
+]:
+    raises("r2-memory", fname, "10^9-row-view", call, r"A or B is too large")
+raises(
+    "r2-memory",
+    "brute_force_ov",
+    "10^9-row-int-view",
+    lambda: hd.brute_force_ov(_r2_view((10**9, 64), 1, np.int64), np.ones((2, 64), int)),
+    r"A converted to bool would need .* A is too large",
+)
+raises(
+    "r2-memory",
+    "gauss_legendre_nodes_needed",
+    "10^6-row-views",
+    lambda: hd.gauss_legendre_nodes_needed(
+        _r2_view((10**6, 4)), _r2_view((10**6, 4)), _r2_view((10**6, 2)), 1e-3
+    ),
+    r"Q or K is too large",
+)
+raises(
+    "r2-memory",
+    "loss_grad_error_bound",
+    "10^8-row-views",
+    lambda: pm.loss_grad_error_bound(
+        np.eye(16),
+        *(_r2_view((10**8, 16)) for _ in range(3)),
+        np.eye(16),
+        _r2_view((10**8, 16)),
+        eps=1e-3,
+    ),
+    word("A3"),
+)
+valid(
+    "r2-memory",
+    "entrywise_product_bound",
+    "10^9-row-views",
+    lambda: pm.entrywise_product_bound(_r2_view((10**9, 16)), _r2_view((10**9, 16)), 0.1),
+    lambda b: b == 10**18 * 0.25 * 0.1 / 16,
+)
+valid(
+    "r2-memory",
+    "entry_bound",
+    "10^9-row-views",
+    lambda: adv.entry_bound(_r2_view((10**9, 16)), _r2_view((10**9, 16))),
+    lambda B: B == 16**0.25 * 0.5,
+)
+raises(
+    "r2-memory",
+    "int8_round",
+    "10^9-entry-view",
+    lambda: mm.int8_round(_r2_view((10**6, 1000))),
+    word("X"),
+)
+raises(
+    "r2-memory",
+    "classify_growth",
+    "10^9-point-view",
+    lambda: mm.classify_growth(_r2_view((10**9,), 1.0)),
+    word("errors"),
+)
+raises(
+    "r2-memory",
+    "decision_map",
+    "10^9-n-view",
+    lambda: adv.decision_map(_r2_view((10**9,), 64, np.int64), [1.0], d=8, eps=1e-3, M=1024),
+    r"ns or Bs is too large",
+)
+raises(
+    "r2-memory",
+    "MiniLM.embed",
+    "10^5x512-id-view",
+    lambda: _model().embed(_r2_view((10**5, 512), 101, np.int64)),
+    word("input_ids"),
+)
+raises(
+    "r2-memory",
+    "MiniLM.run",
+    "10^5x512-id-view",
+    lambda: _model().run(_r2_view((10**5, 512), 101, np.int64)),
+    word("input_ids"),
+)
+raises(
+    "r2-memory",
+    "dense_polynomial_kernel",
+    "10^6-row-views",
+    lambda: mm.dense_polynomial_kernel(lambda R: pm.exp_poly(R, 1e-2)).forward(
+        _r2_view((10**6, 4)), _r2_view((10**6, 4)), _r2_view((10**6, 2)), 0.5
+    ),
+    r"Q or K is too large",
+)
+
+# the stack names its own argument, the layer and the kernel (r2-stack-blame)
+raises(
+    "r2-stack-blame",
+    "AttentionStack.forward",
+    "X=1e160-logits-overflow",
+    lambda: _stack().forward(SX * 1e160),
+    r"layer 0 of the stack \(kernel 'exact'\) cannot run on this X",
+)
+raises(
+    "r2-stack-blame",
+    "AttentionStack.backward",
+    "caches-of-4-heads",
+    lambda: _stack().backward(mm.random_stack(2, 8, 4, seed=0).forward(SX)[1], SG),
+    r"caches\[0\] does not fit this stack",
+)
+raises(
+    "r2-stack-blame",
+    "AttentionStack.backward",
+    "caches-of-an-FFN-stack",
+    lambda: _stack().backward(_r2_ffn_stack().forward(SX)[1], SG),
+    r"caches\[0\] comes from a stack with an FFN block",
+)
+raises(
+    "r2-stack-blame",
+    "random_stack",
+    "weight_scale=1e308",
+    lambda: mm.random_stack(1, 8, 2, seed=0, weight_scale=1e308),
+    word("weight_scale"),
+)
+raises(
+    "r2-stack-blame",
+    "AttentionStack",
+    "n_heads=10**400",
+    lambda: mm.AttentionStack(_stack().layers, 10**400),
+    r"n_heads must divide the model width D=8, got ~10\^400$",
+)
+
+# LayerNorm of rows whose squares overflow: x̂ does not depend on the row's scale
+valid(
+    "r2-layernorm",
+    "AttentionStack.forward",
+    "X=1e160-weights-1e-100",
+    lambda: (
+        mm.random_stack(1, 8, 2, seed=0, weight_scale=1e-100).forward(SX * 1e160)[0],
+        mm.random_stack(1, 8, 2, seed=0, weight_scale=1e-100).forward(SX * 1e100)[0],
+    ),
+    lambda Ys: np.allclose(Ys[0], Ys[1], rtol=0, atol=1e-12),
+)
+
+# the loss and the gradients of the stack overflow (r2-loss-overflow)
+raises(
+    "r2-loss-overflow",
+    "AttentionStack.loss_and_grads",
+    "G=1e308",
+    lambda: _stack().loss_and_grads(SX, np.full_like(SG, 1e308)),
+    word("G"),
+)
+raises(
+    "r2-loss-overflow",
+    "AttentionStack.backward",
+    "dY=1e308",
+    lambda: _stack().backward(_stack().forward(SX)[1], np.full_like(SG, 1e308)),
+    word("dY"),
+)
+
+# the kernels check what they are given and what their functions return (r2-kernel-inputs)
+for fname, factory in [
+    ("dense_polynomial_kernel", mm.dense_polynomial_kernel),
+    ("observed_range_kernel", mm.observed_range_kernel),
+]:
+    kern = factory(lambda R: pm.exp_poly(R, 1e-3))
+    raises(
+        "r2-kernel-inputs",
+        fname,
+        "V-rows",
+        lambda k=kern: k.forward(Q, K, V[:2], 0.5),
+        word("V"),
+    )
+    raises(
+        "r2-kernel-inputs",
+        fname,
+        "dO-shape",
+        lambda k=kern: k.backward(Q, K, V, dO[:2], 0.5),
+        word("dO"),
+    )
+    raises(
+        "r2-kernel-inputs",
+        fname,
+        "logits-overflow",
+        lambda k=kern: k.forward(Q * 1e200, K * 1e200, V, 0.5),
+        r"Q, K or scale is too large",
+    )
+    raises(
+        "r2-kernel-inputs",
+        fname,
+        "poly_for_range-returns-3",
+        lambda f=factory: f(lambda R: 3).forward(Q, K, V, 0.5),
+        word("poly_for_range"),
+    )
+    raises(
+        "r2-kernel-inputs",
+        fname,
+        "per_octave=10**400",
+        lambda f=factory: f(lambda R: pm.exp_poly(R, 1e-3), per_octave=10**400),
+        word("per_octave"),
+    )
+raises(
+    "r2-kernel-inputs",
+    "dense_polynomial_kernel",
+    "name=3",
+    lambda: mm.dense_polynomial_kernel(lambda R: pm.exp_poly(R, 1e-3), name=3),
+    word("name"),
+)
+raises(
+    "r2-kernel-inputs",
+    "dense_polynomial_kernel",
+    "zero-row-sums",
+    lambda: mm.dense_polynomial_kernel(lambda R: np.polynomial.Polynomial([0.0, 1.0])).forward(
+        np.zeros((2, 4)), K, V, 0.5
+    ),
+    word("poly_for_range"),
+)
+raises(
+    "r2-kernel-inputs",
+    "AttentionKernel",
+    "forward=1",
+    lambda: mm.AttentionKernel("k", 1, lambda *a: a),
+    word("forward"),
+)
+raises(
+    "r2-kernel-inputs",
+    "kernel_from_functions",
+    "backward_fn-returns-3",
+    lambda: mm.kernel_from_functions("k", lambda Q, K, V, scale: Q, lambda *a, scale: 3).backward(
+        Q, K, V, dO, 0.5
+    ),
+    word("backward_fn"),
+)
+raises(
+    "r2-kernel-inputs",
+    "kernel_from_functions",
+    "forward_fn-wrong-shape",
+    lambda: _stack().forward(
+        SX, mm.kernel_from_functions("k", lambda Q, K, V, scale: Q[:2], lambda *a, scale: a)
+    ),
+    word("forward_fn"),
+)
+
+# float32 errors: their ratios are taken in float64 (r2-float32-growth)
+valid(
+    "r2-float32-growth",
+    "classify_growth",
+    "float32-1e-30..1e30",
+    lambda: mm.classify_growth(np.array([1e-30, 1.0, 1e30], np.float32)),
+    lambda g: g.kind == "geometric" and math.isclose(g.factor, 1e30, rel_tol=1e-6),
+)
+
+# a subnormal int8 step (r2-int8-subnormal)
+valid(
+    "r2-int8-subnormal",
+    "int8_round",
+    "X=5e-324",
+    lambda: mm.int8_round(np.array([5e-324, -5e-324, 0.0])),
+    lambda Xh: np.array_equal(Xh, [5e-324, -5e-324, 0.0]),
+)
+
+# the cost model: counts beyond the float range, tiny B, machine keywords, unknown numbers
+raises(
+    "r2-flops-overflow",
+    "method_flops",
+    "n=10**400",
+    lambda: adv.method_flops("exact", 10**400, 64),
+    word("n"),
+)
+raises(
+    "r2-flops-overflow",
+    "method_flops",
+    "n=10**160-inf",
+    lambda: adv.method_flops("exact", 10**160, 1),
+    word("n"),
+)
+raises(
+    "r2-flops-overflow",
+    "method_flops",
+    "rank=10**300",
+    lambda: adv.method_flops("polynomial", 2**40, 2**20, rank=10**300),
+    word("rank"),
+)
+valid(
+    "r2-range-floor",
+    "advise",
+    "B=1e-200",
+    lambda: adv.advise(4096, 64, 1e-200, 1e-3, 2**16),
+    lambda a: a.degree == 0 and a.rank == 1 and a.method in adv.METHODS,
+)
+valid(
+    "r2-range-floor",
+    "advise",
+    "no-polynomial-numbers-unknown",
+    lambda: adv.advise(4096, 64, 3.5, 1e-6, 2**16),
+    lambda a: math.isnan(a.cost_of("polynomial").flops) and "0.000e+00" not in a.table(),
+)
+for fname, call in [
+    ("decision_map", lambda: adv.decision_map([64], [1.0], d=8, eps=1e-3, M=1024, speed=1)),
+    ("method_boundaries", lambda: adv.method_boundaries(8, 1.0, 1e-3, 1024, speed=1)),
+]:
+    raises("r2-machine-kw", fname, "unknown-keyword", call, word("speed"))
+raises(
+    "r2-machine-kw",
+    "method_boundaries",
+    "n_hi=10**400",
+    lambda: adv.method_boundaries(8, 1.0, 1e-3, 1024, n_hi=10**400),
+    word("n_hi"),
+)
+raises(
+    "r2-entry-bound",
+    "entry_bound",
+    "scale=1e308",
+    lambda: adv.entry_bound(Q, K, scale=1e308),
+    word("scale"),
+)
+
+
+# the figures of Parts II-IV: ints beyond the floats, non-Axes, one-cell maps (r2-plots)
+def _r2_plot(name, *args, **kwargs):
+    """A figure builder of attnlib.plots called, and its figure closed (no leak per row)."""
+    import matplotlib.pyplot as plt
+
+    from attnlib import plots
+
+    fig = getattr(plots, name)(*args, **kwargs)
+    plt.close(fig)
+    return fig
+
+
+for what, call, pattern in [
+    ("ax=3", lambda: _r2_plot("exp_poly_error_figure", 1.0, 1e-3, ax=3), word("ax")),
+    (
+        "ranks-10**400",
+        lambda: _r2_plot("error_and_rank_figure", [1.0], {1e-3: [1e-4]}, {1e-3: [10**400]}),
+        r"ranks\[0\.001\]",
+    ),
+    (
+        "gl_nodes-10**400",
+        lambda: _r2_plot("quadrature_errors_figure", [10**400], [4], {"a": ([1e-3], [1e-2])}),
+        word("gl_nodes"),
+    ),
+    (
+        "n-10**400",
+        lambda: _r2_plot(
+            "threshold_sweep_figure",
+            [1.0, 2.0],
+            [1, 2],
+            [1e-3, 1e-2],
+            n=10**400,
+            degree=4,
+            eps=1e-3,
+            B_range=(1, 2),
+        ),
+        word("n"),
+    ),
+    (
+        "eps='x'",
+        lambda: _r2_plot(
+            "decision_map_figure",
+            [64, 128],
+            [1.0, 2.0],
+            {32: np.zeros((2, 2), int)},
+            methods=adv.METHODS,
+            eps="x",
+            M=1024,
+        ),
+        word("eps"),
+    ),
+    (
+        "d=0",
+        lambda: _r2_plot(
+            "decision_map_figure",
+            [64, 128],
+            [1.0, 2.0],
+            {0: np.zeros((2, 2), int)},
+            methods=adv.METHODS,
+            eps=1e-3,
+            M=1024,
+        ),
+        r"maps' key d",
+    ),
+    (
+        "machine='nope'",
+        lambda: _r2_plot("method_costs_at", 10, 64, 1.0, "nope", 3),
+        word("machine"),
+    ),
+    (
+        "log2_n=10**400",
+        lambda: _r2_plot("method_costs_at", 10**400, 64, 1.0, "CPU core, fp64", 3),
+        word("log2_n"),
+    ),
+]:
+    raises("r2-plots", "plots", what, call, pattern)
+valid(
+    "r2-plots",
+    "plots",
+    "decision_map-one-cell",
+    lambda: _r2_plot(
+        "decision_map_figure",
+        [64],
+        [1.0],
+        {32: np.zeros((1, 1), int)},
+        methods=adv.METHODS,
+        eps=1e-3,
+        M=1024,
+    ),
+    lambda fig: fig is not None,
+)
+
+# brute-force OV counts the pairs it compares (r2-clock: a chapter asserts counts, not times)
+raises(
+    "r2-clock",
+    "brute_force_ov",
+    "return_comparisons=1",
+    lambda: hd.brute_force_ov(OV_A, OV_B, return_comparisons=1),
+    word("return_comparisons"),
+)
+valid(
+    "r2-clock",
+    "brute_force_ov",
+    "comparisons-of-a-no-instance",
+    lambda: hd.brute_force_ov(np.ones((3, 2), int), np.ones((4, 2), int), return_comparisons=True),
+    lambda r: r == (None, 12),
+)
+
 # ---- second round: the two-level machine, graphs, counts and the hardware model ----
+
+# the pebble-game search's budget is a count of configurations, not a clock (r2-clock)
+valid(
+    "r2-clock",
+    "optimal_io",
+    "max_seconds=None",
+    lambda: io.optimal_io(_G2, 4, max_seconds=None),
+    lambda r: r.io == 5,
+)
+raises(
+    "r2-clock",
+    "optimal_io",
+    "max_seconds=0",
+    lambda: io.optimal_io(_G2, 4, max_seconds=0),
+    word("max_seconds"),
+)
+
+# r2-overflow: finite Q, K whose logits τQKᵀ overflow gave O = 0 and lse = −inf (a fully
+# masked row's output) or NaN on every schedule of the machine; now the compiled kernels'
+# refusal, naming Q, K and scale (q for a decoding step).
+_QX, _KX = np.full((6, 4), 1e200), np.full((5, 4), 1e200)
+for _name, _run in [
+    ("iomodel.flash_forward", lambda: io.flash_forward(_QX, _KX, V, M=4096)),
+    ("iomodel.flash_backward", lambda: io.flash_backward(_QX, _KX, V, O_REF, dO, LSE_REF, M=4096)),
+    ("flash_forward_causal", lambda: io.flash_forward_causal(_QX, _KX, V, M=4096)),
+    (
+        "flash_backward_causal",
+        lambda: io.flash_backward_causal(_QX, _KX, V, O_REF, dO, LSE_REF, M=4096),
+    ),
+    ("standard_forward", lambda: io.standard_forward(_QX, _KX, V, M=4096)),
+    ("standard_backward", lambda: io.standard_backward(_QX, _KX, V, O_REF, dO, LSE_REF, M=4096)),
+    ("smallcache_forward", lambda: io.smallcache_forward(_QX, _KX, V, M=64)),
+    (
+        "smallcache_backward",
+        lambda: io.smallcache_backward(_QX, _KX, V, O_REF, dO, LSE_REF, M=64),
+    ),
+    ("gqa_flash_forward", lambda: io.gqa_flash_forward(_QX[None], _KX[None], V[None], M=4096)),
+    (
+        "gqa_flash_backward",
+        lambda: io.gqa_flash_backward(
+            _QX[None], _KX[None], V[None], O_REF[None], dO[None], LSE_REF[None], M=4096
+        ),
+    ),
+    (
+        "flash_forward_three_level",
+        lambda: hy.flash_forward_three_level(_QX, _KX, V, M=4096, M_l2=8192),
+    ),
+    (
+        "flash_backward_three_level",
+        lambda: hy.flash_backward_three_level(_QX, _KX, V, O_REF, dO, LSE_REF, M=4096, M_l2=8192),
+    ),
+]:
+    raises("r2-overflow", _name, "logits overflow float64", _run, word("Q"))
+raises(
+    "r2-overflow",
+    "iomodel.flash_forward",
+    "logits overflow float32",
+    lambda: io.flash_forward(*(np.full((3, 2), 1e20, np.float32) for _ in range(3)), M=4096),
+    r"overflow float32: Q, K or scale",
+)
+raises(
+    "r2-overflow",
+    "gqa_flash_forward",
+    "by head, logits overflow",
+    lambda: io.gqa_flash_forward(_QX[None], _KX[None], V[None], M=4096, grouped=False),
+    word("Q"),
+)
+raises(
+    "r2-overflow",
+    "decode_forward",
+    "logits overflow",
+    lambda: io.decode_forward(_QX[:2], _KX[None], V[None], M=4096),
+    word("q"),
+)
+# the small-cache schedules sum each logit over column tiles: a partial sum can overflow
+# where the whole dot product (checked before the run) does not
+_QT = np.array([[-1e308, 0.0, 0.9e308, 0.9e308]])
+_KT = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+raises(
+    "r2-overflow",
+    "smallcache_forward",
+    "partial sum over column tiles",
+    lambda: io.smallcache_forward(_QT, _KT, np.ones((2, 1)), M=16, scale=1.0),
+    r"column tiles.*Q, K or scale",
+)
+raises(
+    "r2-overflow",
+    "smallcache_backward",
+    "partial sum over column tiles",
+    lambda: io.smallcache_backward(
+        _QT,
+        _KT,
+        np.ones((2, 1)),
+        np.ones((1, 1)),
+        np.ones((1, 1)),
+        np.array([8e307]),
+        M=24,
+        scale=1.0,
+    ),
+    r"column tiles.*Q, K or scale",
+)
+for _name, _run in [("naive_matmul", io.naive_matmul), ("tiled_matmul", io.tiled_matmul)]:
+    raises(
+        "r2-overflow",
+        _name,
+        "product overflows",
+        lambda r=_run: r(np.full((3, 2), 1e300), np.full((2, 3), 1e300), M=64),
+        r"A @ B overflows float64: A or B",
+    )
+valid(
+    "r2-overflow",
+    "smallcache_forward",
+    "column tiles of width 1: the dot product's order",
+    lambda: io.smallcache_forward(_QT, _KT, np.ones((2, 1)), M=5, scale=1.0),
+    lambda r: finite(r[:2]) and r[0][0, 0] == 1.0 and r[1][0] == (_QT @ _KT.T)[0, 0],
+)
+# r2-accumulator (found in our own round): the forward's unnormalised accumulator adds up to
+# m rows of V, so V near the float range gave O = inf where exact attention is finite
+_VX = np.full((5, 3), 1.7e308)
+valid(
+    "r2-accumulator",
+    "iomodel.flash_forward",
+    "V near the float range",
+    lambda: io.flash_forward(Q, K, _VX, M=4096)[0],
+    lambda o: finite(o) and np.allclose(o, al.attention_forward(Q, K, _VX)[0], rtol=1e-12),
+)
+
+# r2-causal-loop: the causal "closed forms" were loops over blocks, so n = 10¹² never
+# returned; they are floor sums now, in constant time at any n
+for _n in (10**12, 10**400):
+    _e = "1e12" if _n == 10**12 else "1e400"
+    for _name, _count, _dense in [
+        ("flash_forward_causal_count", io.flash_forward_causal_count, io.flash_forward_count),
+        ("flash_backward_causal_count", io.flash_backward_causal_count, io.flash_backward_count),
+    ]:
+        valid(
+            "r2-causal-loop",
+            _name,
+            f"n={_e}",
+            lambda c=_count, n=_n: c(n, 64, 16384),
+            lambda r, n=_n, dense=_dense: (
+                dense(n, 64, 16384).total < 2 * r.total < 2 * dense(n, 64, 16384).total
+            ),
+        )
+    for _which in ("forward", "backward"):
+        valid(
+            "r2-causal-loop",
+            "causal_saving",
+            f"{_which} n={_e}",
+            lambda n=_n, w=_which: io.causal_saving(n, 64, 16384, which=w),
+            lambda s: (
+                abs(s.fraction - 0.5) < 1e-6
+                and s.other_words + s.interior_words + s.diagonal_words == s.causal
+            ),
+        )
+valid(
+    "r2-causal-loop",
+    "arithmetic_intensity",
+    "causal n=1e12",
+    lambda: io.arithmetic_intensity(10**12, 64, 16384, causal=True),
+    lambda x: math.isfinite(x) and x > 0,
+)
+valid(
+    "r2-causal-loop",
+    "flash_intensity",
+    "causal backward n=1e12",
+    lambda: rf.flash_intensity(10**12, 64, 16384, which="backward", causal=True),
+    lambda x: math.isfinite(x) and x > 0,
+)
+valid(
+    "r2-causal-loop",
+    "roofline_point",
+    "causal n=1e12",
+    lambda: rf.roofline_point(H100, "bf16", 10**12, 128, causal=True),
+    lambda p: finite(p) and p.fraction == 1.0,
+)
+
+# r2-memory: allocations sized by one argument raised numpy's MemoryError (or hung); they
+# are refused before anything is allocated, naming the argument
+raises("r2-memory", "cache_sizes", "hi=1e12", lambda: io.cache_sizes(1, 10**12), word("hi"))
+raises("r2-memory", "cache_sizes", "hi=10**400", lambda: io.cache_sizes(1, 10**400, points=5), "hi")
+raises(
+    "r2-memory",
+    "cache_sizes",
+    "points=1e9",
+    lambda: io.cache_sizes(1, 10**6, points=10**9),
+    word("points"),
+)
+valid(
+    "r2-memory",
+    "cache_sizes",
+    "hi=2**63-1",
+    lambda: io.cache_sizes(2**62, 2**63 - 1, points=5),
+    lambda s: s.dtype == np.int64 and s[0] == 2**62 and s[-1] == 2**63 - 1,
+)
+raises("r2-memory", "block_cover", "1e6 x 1e6", lambda: io.block_cover(10**6, 10**6), "T_r")
+raises(
+    "r2-memory",
+    "block_sparse_sweep",
+    "n=1e7",
+    lambda: io.block_sparse_sweep(10**7, 4, 64, [0.5]),
+    word("n"),
+)
+raises("r2-memory", "measure_cpu", "n=1e6", lambda: rf.measure_cpu(n=10**6), word("n"))
+raises("r2-memory", "measure_cpu", "length=1e12", lambda: rf.measure_cpu(length=10**12), "length")
+raises(
+    "r2-memory",
+    "measure_cpu",
+    "repeats=10**400",
+    lambda: rf.measure_cpu(repeats=10**400),
+    word("repeats"),
+)
+raises(
+    "r2-memory",
+    "smallcache_crossover",
+    "M_max=10**400",
+    lambda: io.smallcache_crossover(64, 8, M_max=10**400),
+    word("M_max"),
+)
+raises(
+    "r2-memory",
+    "smallcache_crossover",
+    "n=10**200",
+    lambda: io.smallcache_crossover(10**200, 8),
+    word("n"),
+)
+raises(
+    "r2-memory",
+    "smallcache_advantage",
+    "Ms=[10**400]",
+    lambda: io.smallcache_advantage(64, 8, [10**400]),
+    r"Ms\[0\]",
+)
+raises(
+    "r2-memory",
+    "flash_backward_count",
+    "block_mask of 1e10 blocks",
+    lambda: io.flash_backward_count(
+        10**5, 2, 10**6, blocks=(1, 1), block_mask=np.broadcast_to(True, (10**5, 10**5))
+    ),
+    word("block_mask"),
+)
+
+# r2-int64 (found in our own round): block-sparse counts did their per-block arithmetic in
+# int64 (a peak of 7.8·10¹⁸ words for 10²⁰) or raised OverflowError; blocks longer than n
+# reached numpy as indices beyond int64
+for _name, _count in [
+    ("flash_forward_count", io.flash_forward_count),
+    ("flash_backward_count", io.flash_backward_count),
+]:
+    valid(
+        "r2-int64",
+        _name,
+        "block_mask at n=1e10",
+        lambda c=_count: c(10**10, 1, 10**12, blocks=(10**10,) * 2, block_mask=[[True]]),
+        lambda r, c=_count: r == c(10**10, 1, 10**12, blocks=(10**10,) * 2),
+    )
+    valid(
+        "r2-int64",
+        _name,
+        "block_mask at d=1e30",
+        lambda c=_count: c(8, 10**30, 10**70, block_mask=[[True]]),
+        lambda r, c=_count: r == c(8, 10**30, 10**70),
+    )
+valid(
+    "r2-int64",
+    "flash_forward_causal",
+    "M=10**400",
+    lambda: io.flash_forward_causal(Q, K, V, M=10**400),
+    lambda r: np.allclose(r[0], al.attention_forward(Q, K, V, is_causal=True)[0], rtol=1e-12),
+)
+valid(
+    "r2-int64",
+    "flash_block_mask",
+    "blocks=10**400",
+    lambda: io.flash_block_mask(np.tri(6, 5, dtype=bool), (10**400, 10**400)),
+    lambda b: b.tolist() == [[True]],
+)
+valid(
+    "r2-int64",
+    "block_sparse_sweep",
+    "M=10**400",
+    lambda: io.block_sparse_sweep(64, 4, 10**400, [1.0]),
+    lambda s: s.counts[0] == s.dense,
+)
+
+# r2-steps (found in our own round): a simulation takes 50-120 µs per block step, so a long
+# Q with a small M ran for hours; past MAX_MACHINE_STEPS it is refused before it starts
+_LONG = np.ones((1100, 2))
+for _name, _run in [
+    ("iomodel.flash_forward", lambda: io.flash_forward(_LONG, _LONG, _LONG, M=11)),
+    (
+        "iomodel.flash_backward",
+        lambda: io.flash_backward(
+            _LONG, _LONG, _LONG, _LONG, _LONG, np.full(1100, math.log(1100)), M=18
+        ),
+    ),
+    ("standard_forward", lambda: io.standard_forward(_LONG, _LONG, _LONG, M=11)),
+    ("smallcache_forward", lambda: io.smallcache_forward(_LONG, _LONG, _LONG, M=5)),
+    (
+        "flash_forward_three_level",
+        lambda: hy.flash_forward_three_level(_LONG, _LONG, _LONG, M=11, M_l2=100),
+    ),
+    ("tiled_matmul", lambda: io.tiled_matmul(_LONG, _LONG.T.copy(), M=3)),
+    (
+        "gqa_flash_forward",  # 40 heads of 40 000 steps each
+        lambda: io.gqa_flash_forward(
+            np.ones((40, 200, 2)), np.ones((1, 200, 2)), np.ones((1, 200, 2)), M=11, grouped=False
+        ),
+    ),
+]:
+    raises("r2-steps", _name, "1100 rows with a tiny M", _run, r"MAX_MACHINE_STEPS.*\bM\b")
+
+# r2-graphs: vertex indices were coerced with int() (2.9 became 2), evaluation returned inf
+# or raised OverflowError and ZeroDivisionError, schedule_segments accepted illegal
+# schedules, and huge Python ints reached numpy or float()
+_ABC = (("a", "b", "c"), ("input", "input", "add"))
+raises(
+    "r2-graphs",
+    "ComputationGraph",
+    "float pred",
+    lambda: io.ComputationGraph(*_ABC, ((), (), (0.7, 1.2)), (2,)),
+    r"preds\[2\]\[0\]",
+)
+raises(
+    "r2-graphs",
+    "ComputationGraph",
+    "float output",
+    lambda: io.ComputationGraph(*_ABC, ((), (), (0, 1)), (2.9,)),
+    r"outputs\[0\]",
+)
+raises(
+    "r2-graphs",
+    "ComputationGraph",
+    "pred 10**400",
+    lambda: io.ComputationGraph(*_ABC, ((), (), (0, 10**400)), (2,)),
+    r"preds of vertex 'c'.*~10\^400",
+)
+raises(
+    "r2-graphs",
+    "evaluate_graph",
+    "product overflows",
+    lambda: io.evaluate_graph(_G2, [1e200] * 4),
+    word("inputs"),
+)
+raises(
+    "r2-graphs",
+    "evaluate_graph",
+    "input 10**400",
+    lambda: io.evaluate_graph(_G2, [10**400, 1, 1, 1]),
+    word("inputs"),
+)
+raises(
+    "r2-graphs",
+    "evaluate_graph",
+    "exp overflows",
+    lambda: io.evaluate_graph(io.attention_forward_graph(1, 2, 1), [1e3, 1, 1, 1, 1]),
+    word("inputs"),
+)
+raises(
+    "r2-graphs",
+    "evaluate_graph",
+    "row sum underflows to 0",
+    lambda: io.evaluate_graph(io.attention_forward_graph(1, 2, 1), [-1e3, 1, 1, 1, 1]),
+    r"inputs.*divide by zero",
+)
+_MOVES2 = list(io.optimal_io(_G2, 4).moves)
+for _what, _moves, _pattern in [
+    ("compute without reads", [("compute", _G2.index("s"))] + _MOVES2, r"moves\[0\]"),
+    ("read of a non-blue vertex", [("read", _G2.index("p0"))] + _MOVES2, r"moves\[0\]"),
+    ("outputs never written", _MOVES2[:3], word("moves")),
+]:
+    raises(
+        "r2-graphs",
+        "schedule_segments",
+        _what,
+        lambda m=_moves: io.schedule_segments(_G2, m, 4),
+        _pattern,
+    )
+    raises(
+        "r2-graphs", "check_schedule", _what, lambda m=_moves: io.check_schedule(_G2, m), _pattern
+    )
+raises(
+    "r2-graphs",
+    "schedule_segments",
+    "4 red pebbles with M=3",
+    lambda: io.schedule_segments(_G2, _MOVES2, 3),
+    r"moves\[\d+\].*M = 3",
+)
+valid(
+    "r2-graphs",
+    "check_schedule",
+    "a legal schedule",
+    lambda: io.check_schedule(_G2, _MOVES2, 4),
+    lambda m: m == _MOVES2,
+)
+raises(
+    "r2-graphs",
+    "replay_schedule",
+    "values overflow",
+    lambda: io.replay_schedule(_G2, _MOVES2, 4, [1e200] * 4),
+    word("inputs"),
+)
+
+# r2-hardware: the cost model returned inf, 0 or NaN, or divided by zero, for extreme
+# devices and intensities; messages blamed the internal M (or z_in) instead of the public
+# argument
+_TINY = rf.Device("tiny", 1e12, 1e12, 1e12, None, 1, 1, 1, 1, "", 1)
+_SMALL = rf.Device("small", 1e12, 1e12, 1e12, None, 4096, 64, 64, 4, "", 2**20)
+raises(
+    "r2-hardware",
+    "machine_balance",
+    "bandwidth=5e-324",
+    lambda: rf.machine_balance(rf.Device("x", 5e-324, 1e12, 1e12), "bf16"),
+    word("bandwidth"),
+)
+raises(
+    "r2-hardware",
+    "machine_balance",
+    "balance overflows",
+    lambda: rf.machine_balance(rf.Device("x", 1e-300, 1e300, 1e12), "bf16"),
+    word("peak_bf16"),
+)
+valid(
+    "r2-hardware",
+    "no_overlap_flops",
+    "intensity=1e308",
+    lambda: rf.no_overlap_flops(1e308, H100, "bf16"),
+    lambda r: math.isclose(r, H100.peak_bf16, rel_tol=1e-15),
+)
+valid(
+    "r2-hardware",
+    "no_overlap_flops",
+    "intensity=1e-300",
+    lambda: rf.no_overlap_flops(1e-300, H100, "bf16"),
+    lambda r: math.isclose(r, 1e-300 * H100.words_per_second("bf16"), rel_tol=1e-12),
+)
+raises(
+    "r2-hardware",
+    "attainable_flops",
+    "rate underflows",
+    lambda: rf.attainable_flops(5e-324, rf.Device("x", 1e-10, 1e12, 1e12), "bf16"),
+    word("intensity"),
+)
+raises("r2-hardware", "Device", "no on-chip word", lambda: _TINY.onchip_words("fp64"), "smem_bytes")
+raises("r2-hardware", "Device", "no cache word", lambda: _TINY.llc_words("fp64"), "llc_bytes")
+for _name, _call in [
+    ("roofline_point", lambda: rf.roofline_point(_SMALL, "bf16", 1024, 64)),
+    ("heads_sharing_l2", lambda: hy.heads_sharing_l2(_SMALL, 1024, 64)),
+    ("l2_absorption", lambda: hy.l2_absorption(_SMALL, 1024, 64)),
+]:
+    raises("r2-hardware", _name, "d too large for the device", _call, r"d=64.*device small")
+raises(
+    "r2-hardware",
+    "flash_intensity",
+    "n=M=10**400",
+    lambda: rf.flash_intensity(10**400, 1, 10**400),
+    word("n"),
+)
+raises(
+    "r2-hardware",
+    "decode_intensity",
+    "H=m=M=10**400",
+    lambda: rf.decode_intensity(10**400, 4, 10**400, H=10**400),
+    word("H"),
+)
+raises(
+    "r2-hardware",
+    "prefill_decode_intensity",
+    "m=M=10**400",
+    lambda: io.prefill_decode_intensity(10**400, 1, 10**400),
+    word("M"),
+)
+raises(
+    "r2-hardware",
+    "machine",
+    "memory_bytes of no word",
+    lambda: mc.machine(_TINY, "bf16"),
+    "memory_bytes",
+)
+raises(
+    "r2-hardware",
+    "machine",
+    "cache_bytes of no word",
+    lambda: mc.machine(mc.CpuCore("core", 7, 32.0, 2**30), "fp64"),
+    "cache_bytes",
+)
+valid(
+    "r2-hardware",
+    "gqa_lower_bound",
+    "M=10**400",
+    lambda: io.gqa_lower_bound(8, 2, 64, 8, 10**400),
+    lambda b: b == (8 * 64 + 2 * 2 * 64) * 8 + 8 * 64 * 8,
+)
+raises(
+    "r2-hardware",
+    "gqa_lower_bound",
+    "H=10**400",
+    lambda: io.gqa_lower_bound(10**400, 1, 64, 8, 4096),
+    word("H"),
+)
+raises(
+    "r2-hardware",
+    "causal_lower_bound",
+    "n=10**400",
+    lambda: io.causal_lower_bound(10**400, 8, 4096),
+    word("n"),
+)
+raises(
+    "r2-hardware",
+    "decode_forward",
+    "q heads not a multiple",
+    lambda: io.decode_forward(np.ones((3, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 3)), M=4096),
+    word("q"),
+)
+raises(
+    "r2-hardware",
+    "TwoLevelMemory",
+    "alloc fill beyond float32",
+    lambda: io.TwoLevelMemory(8).alloc(2, dtype=np.float32, fill=1e308),
+    word("fill"),
+)
+raises("r2-hardware", "words_by_array", "log=None", lambda: io.words_by_array(None), "log")
 
 # ---- the tests ----
 
@@ -3048,9 +5354,10 @@ def test_every_public_callable_has_a_row():
     not_callables |= {"WORD_BYTES", "A100_SXM_80GB", "H100_SXM5", "MI300X", "GPUS"}
     not_callables |= {"RooflinePoint", "ThreeLevelCount", "L2Absorption"}
     not_callables |= {"DQ_GROUPS", "TILE_MULADDS", "BENCH_IMPLS", "BENCH_COLORS"}
-    not_callables |= {"BENCH_LABELS", "BOOK_CPU_CORE"}
+    not_callables |= {"BENCH_LABELS", "BOOK_CPU_CORE", "RESULTS_PATH", "STATISTICS"}
+    not_callables |= {"MAX_SECONDS", "MAX_STEPS_PER_OCTAVE"}
     missing = []
-    for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy, fast, perf):
+    for module in (al, io, pm, hd, mm, adv, nbt, lg, rf, hy, fast, perf, res):
         for name in module.__all__:
             if name in not_callables:
                 continue
@@ -3138,8 +5445,10 @@ def test_guard_estimates_bound_measured_peaks(time_limit):
     measured = _peak(lambda: hd.sat_to_ov(clauses, 20))
     rows, larger = 2 * 2**10, 2**10
     assert measured <= rows * 400 + 16 * larger * 400 + 8 * rows + 16 * 400 <= 2 * measured
-    measured = _peak(lambda: hd.random_ksat(500, 2000, 3, seed=0))
-    assert measured <= 16 * 2000 * 500 + (64 + 40 * 3) * 2000
+    for n_vars, n_clauses, k in [(500, 2000, 3), (10**6, 2000, 5), (40, 1000, 30)]:
+        measured = _peak(lambda: hd.random_ksat(n_vars, n_clauses, k, seed=0))  # noqa: B023
+        table = n_clauses * n_vars if 2 * k > n_vars else 0  # the complement draw's table
+        assert measured <= (104 + 88 * k) * n_clauses + table <= 2 * measured
 
 
 # ---- points 1, 2 (compiled side) and 17: the compiled kernels ----
