@@ -257,7 +257,9 @@ def attention_backward(
         for invalid arguments (the message names the argument), when finite inputs make a
         kept logit of τ QKᵀ overflow, and, before anything is allocated, when the working
         memory (P and dP, each n × m, the gradients, dtype conversions) would exceed
-        :data:`attnlib.config.MAX_ALLOCATION_BYTES`.
+        :data:`attnlib.config.MAX_ALLOCATION_BYTES`; when lse is not the forward pass's (a
+        logit of its row exceeds it by more than rounding allows, so P = exp(S − lse) > 1);
+        and when a gradient does not fit the dtype.
 
     Examples
     --------

@@ -582,7 +582,11 @@ def flash_backward(
     Raises
     ------
     AttnInputError
-        as :func:`flash_forward`, and when O, dO or lse does not match Q and V.
+        as :func:`flash_forward`; when O, dO or lse does not match Q and V; when lse is not
+        the forward pass's (a logit of its row exceeds it by more than rounding allows, so
+        P = exp(S − lse) > 1); when a gradient does not fit the dtype.
+    RuntimeError
+        if a tile product would pass BLAS an illegal argument (a defect, never a result).
 
     Examples
     --------
