@@ -22,6 +22,11 @@ from .._checks import (
     check_scale,
     float_dtype,
 )
+
+# The power of two the forward pass divides each loaded V block by (0: none needed): the
+# accumulator Σ_j exp(s_j − max)·v_j sums up to m rows of V and can overflow where O, their
+# convex combination, does not. The compiled kernels' rule, shared; moving it costs no words.
+from ..fast import _value_shift as _accumulator_shift
 from ..logits import (
     _lse_slack_rows,
     _lse_slack_terms,
@@ -70,21 +75,6 @@ def _store_constant(mem, rows, dtype, **blocks):
     for name, block in fast:
         mem.store(name, rows, None, block)
     mem.free(*(block for _, block in fast))
-
-
-def _accumulator_shift(V: np.ndarray) -> int:
-    """The power of two the forward pass divides each loaded V block by (0: none needed).
-
-    The accumulator of a query row is Σ_j exp(s_j − max)·v_j, a sum of up to m rows of V
-    with weights at most 1, so it can overflow when m·max|V| exceeds the dtype although O,
-    a convex combination of V's rows, does not. Dividing by 2^shift inside the step and
-    multiplying O back is exact (barring subnormal entries); it moves no words.
-    """
-    m = V.shape[0]
-    big = float(np.finfo(V.dtype).max)
-    if float(np.abs(V).max()) <= big / (4.0 * m):
-        return 0
-    return int(np.ceil(np.log2(m))) + 2
 
 
 # ---- forward -----------------------------------------------------------------------------------
