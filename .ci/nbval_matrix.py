@@ -71,6 +71,54 @@ def environment(kernel: str | None, threads: int, dispatchable: list[str]) -> di
     return env
 
 
+def nbval(notebooks: list[str], env: dict) -> int:
+    """nbval over ``notebooks`` in ``env``; its exit status."""
+    command = [sys.executable, "-m", "pytest", "--nbval", *notebooks]
+    command += ["--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "--nbval-cell-timeout=600"]
+    return subprocess.run(command + ["-q", "-p", "no:cacheprovider"], env=env).returncode
+
+
+def run_config(kernel: str, threads: str, x86: bool, dispatchable: list[str], notebooks):
+    """One machine of the matrix: probe that its settings are in force, then run nbval.
+    Returns (label, probe result, status, seconds)."""
+    if kernel not in REPORTED:
+        raise SystemExit(f"nbval-matrix: unknown kernel {kernel!r}; one of {list(REPORTED)}")
+    env = environment(kernel if x86 else None, int(threads), dispatchable)
+    got = probe(env)
+    label = f"{kernel if x86 else 'native'}, {threads} thread(s)"
+    expected = REPORTED[kernel] if x86 else got["architecture"]
+    if got["architecture"] != expected or got["blas_threads"] != int(threads):
+        print(
+            f"nbval-matrix: {label}: asked for {expected} with {threads} thread(s), "
+            f"OpenBLAS reports {got['architecture']} with {got['blas_threads']}"
+        )
+        return label, got, "settings not in force", 0.0
+    print(
+        f"\n=== nbval: {label}: OpenBLAS kernel {got['architecture']}, "
+        f"{got['blas_threads']} BLAS / {got['numba_threads']} numba thread(s), numpy "
+        f"dispatch {got['numpy_dispatch'] or 'baseline only'}",
+        flush=True,
+    )
+    start = time.monotonic()
+    code = nbval(notebooks, env)
+    status = "passed" if code == 0 else f"FAILED (exit {code})"
+    return label, got, status, time.monotonic() - start
+
+
+def report(results: list) -> int:
+    """The summary table; 1 when any machine failed."""
+    print("\nnbval-matrix summary")
+    for label, got, status, seconds in results:
+        print(
+            f"  {label:28s} kernel {got['architecture']:12s} numpy "
+            f"{'+'.join(got['numpy_dispatch']) or 'baseline':22s} {seconds:6.0f} s  {status}"
+        )
+    failed = [r for r in results if r[2] != "passed"]
+    passed = len(results) - len(failed)
+    print(f"nbval-matrix: {passed} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
         raise SystemExit(__doc__)
@@ -85,56 +133,8 @@ def main(argv: list[str]) -> int:
             f"nbval-matrix: {platform.machine()} is not x86-64; OpenBLAS kernels "
             f"{', '.join(kernels)} cannot be forced here. Varying the thread count only."
         )
-    results = []
-    for kernel, threads in configs:
-        if kernel not in REPORTED:
-            raise SystemExit(f"nbval-matrix: unknown kernel {kernel!r}; one of {list(REPORTED)}")
-        env = environment(kernel if x86 else None, int(threads), dispatchable)
-        got = probe(env)
-        label = f"{kernel if x86 else 'native'}, {threads} thread(s)"
-        expected = REPORTED[kernel] if x86 else got["architecture"]
-        if got["architecture"] != expected or got["blas_threads"] != int(threads):
-            print(
-                f"nbval-matrix: {label}: asked for {expected} with {threads} thread(s), "
-                f"OpenBLAS reports {got['architecture']} with {got['blas_threads']}"
-            )
-            results.append((label, got, "settings not in force", 0.0))
-            continue
-        print(
-            f"\n=== nbval: {label}: OpenBLAS kernel {got['architecture']}, "
-            f"{got['blas_threads']} BLAS / {got['numba_threads']} numba thread(s), numpy "
-            f"dispatch {got['numpy_dispatch'] or 'baseline only'}",
-            flush=True,
-        )
-        start = time.monotonic()
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "--nbval",
-                *notebooks,
-                "--nbval-sanitize-with",
-                "tests/nbval_sanitize.cfg",
-                "--nbval-cell-timeout=600",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-            ],
-            env=env,
-        )
-        status = "passed" if run.returncode == 0 else f"FAILED (exit {run.returncode})"
-        results.append((label, got, status, time.monotonic() - start))
-    print("\nnbval-matrix summary")
-    for label, got, status, seconds in results:
-        print(
-            f"  {label:28s} kernel {got['architecture']:12s} numpy "
-            f"{'+'.join(got['numpy_dispatch']) or 'baseline':22s} {seconds:6.0f} s  {status}"
-        )
-    failed = [r for r in results if r[2] != "passed"]
-    passed = len(results) - len(failed)
-    print(f"nbval-matrix: {passed} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    results = [run_config(k, t, x86, dispatchable, notebooks) for k, t in configs]
+    return report(results)
 
 
 if __name__ == "__main__":

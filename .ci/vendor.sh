@@ -21,8 +21,8 @@ cp "$tmp/requirejs-2.3.7/package/require.js" _vendor/require.js
 hm="$tmp/jupyter-widgets-html-manager-1.0.6/package/dist"
 cp "$hm"/embed-amd.js "$hm"/*.embed.js "$hm"/*.woff2 _vendor/widgets/
 # Loaded between require.js and embed-amd.js (see nb_ipywidgets_js in _config.yml). It fixes two
-# problems that .ci/browser_check.py found: the widget fonts were requested next to the page,
-# and ipywidgets threw a TypeError calling MathJax 2's API.
+# problems that the browser check (.ci/browser_check/) found: the widget fonts were requested
+# next to the page, and ipywidgets threw a TypeError calling MathJax 2's API.
 cat > _vendor/widgets/offline.js <<'JS'
 (function () {
   // html-manager's modules find their fonts and lazy chunks relative to their require.js URL,

@@ -1,4 +1,4 @@
-"""Small Sphinx fixes for the book's HTML, found by the browser check (.ci/browser_check.py).
+"""Small Sphinx fixes for the book's HTML, found by the browser check (.ci/browser_check/).
 
 Loaded through ``sphinx.local_extensions`` in _config.yml.
 

@@ -1,0 +1,2 @@
+// True once MathJax 3 has begun its startup (its promise exists).
+() => window.MathJax && MathJax.startup && MathJax.startup.promise
