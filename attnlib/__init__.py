@@ -1,7 +1,9 @@
 """attnlib: the library behind the verified textbook on the fine-grained complexity of
 training attention.
 
-The core (this namespace) holds the exact reference math and the compiled tiled kernels.
+The core (this namespace) holds the exact reference math, the compiled tiled kernels, and
+:func:`forward_backward`, one training step by any of the algorithms ("standard", "flash",
+"polynomial"); :mod:`attnlib.costs` counts what the kernels cost (tiles, memory, flops).
 The three parts of the book are subpackages: :mod:`attnlib.iomodel` (I/O complexity),
 :mod:`attnlib.polymethod` (the polynomial method) and :mod:`attnlib.hardness` (SETH);
 :mod:`attnlib.models` runs a real model (all-MiniLM-L6-v2) and deep attention stacks in numpy
@@ -13,11 +15,11 @@ from .exact import (
     attention,
     attention_backward,
     attention_forward,
-    attention_forward_backward,
     attention_loss,
     attention_loss_grad,
 )
 from .fast import flash_attention_loss_grad, flash_backward, flash_forward
+from .step import forward_backward
 
 __version__ = "0.1.0"
 
@@ -26,12 +28,12 @@ __all__ = [
     "attention",
     "attention_backward",
     "attention_forward",
-    "attention_forward_backward",
     "attention_loss",
     "attention_loss_grad",
     "flash_attention_loss_grad",
     "flash_backward",
     "flash_forward",
+    "forward_backward",
     "advise",
     "__version__",
 ]

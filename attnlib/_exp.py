@@ -1,4 +1,4 @@
-"""A vectorisable ``exp`` for the compiled kernels, without libm.
+"""Element-wise SIMD routines for the compiled kernels, without libm: ``exp`` and a row maximum.
 
 numba compiles ``math.exp`` to a libm call per element, which LLVM does not vectorise without
 fastmath. :func:`_exp_shifted` is a short branch-free routine instead (Cody–Waite reduction, a
@@ -9,17 +9,21 @@ float64. Callable from compiled code only, through :func:`numba.extending.overlo
 The routine is compiled with one fast-math flag only, ``contract``: a multiply followed by an
 add may become one fused multiply-add (FMA) where the CPU has it, rounded once instead of
 twice. That keeps the error within the bounds the tests assert (about 1 ulp) and shortens
-the chain of dependent operations that bounds the routine's speed (measured on a Zen 3 core,
-together with Estrin's scheme and the exponent read from bits, below: about 1.2 to 1.6 times
-faster per float32 element, twice per float64 one). Results may differ in the last bit
-between CPUs with and without FMA, as BLAS results already do. No other flag is used: the
-routine never assumes away infinities, NaNs or signed zeros.
+the chain of dependent operations that bounds the routine's speed, as Estrin's scheme and the
+exponent read from bits (below) do too. Results may differ in the last bit between CPUs with
+and without FMA, as BLAS results already do. No other flag is used: the routine never assumes
+away infinities, NaNs or signed zeros.
+
+:func:`_row_max` is the maximum of a row of a tile, written in LLVM IR as a few vectors of
+running maxima: a running maximum in a numba loop is a chain of dependent compares that LLVM
+leaves scalar. A maximum is exact, so its order of comparisons changes nothing.
 """
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir as llvm_ir
 from numba import types
 from numba.extending import intrinsic, overload
 
@@ -170,3 +174,96 @@ def _exp_impl(x, shift):
         1023,
         52,
     )
+
+
+#: Bytes of one SIMD vector of :func:`_row_max` (AVX2's 256 bits), and vectors per step.
+_VECTOR_BYTES = 32
+_MAX_VECTORS = 4
+
+
+@intrinsic
+def _row_max(typingctx, x):
+    """max(x) for a contiguous 1-d float array x, -inf if x is empty or all -inf; x holds no
+    NaN (logits, or -inf for dropped keys).
+
+    A plain running maximum is a chain of dependent compares that LLVM does not vectorise
+    without fast-math flags, and numba's loops over a few running maxima stay scalar too (the
+    select does not vectorise). Written in LLVM IR instead: ``_MAX_VECTORS`` vectors of
+    running maxima, the vectors then the lanes combined in a fixed order, a scalar loop for the
+    last elements. A maximum is exact, so the order changes nothing: the result is a plain
+    loop's.
+    """
+    if not (isinstance(x, types.Array) and x.ndim == 1 and x.layout == "C"):
+        return None
+    if x.dtype not in (types.float32, types.float64):
+        return None
+    sig = x.dtype(x)
+
+    def codegen(context, builder, signature, args):
+        dtype = signature.args[0].dtype
+        scalar = context.get_data_type(dtype)
+        width = _VECTOR_BYTES // (4 if dtype == types.float32 else 8)
+        vec = llvm_ir.VectorType(scalar, width)
+        i64 = llvm_ir.IntType(64)
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        data = arr.data
+        n = builder.extract_value(arr.shape, 0)
+        step = _MAX_VECTORS * width
+        main = builder.sub(n, builder.srem(n, llvm_ir.Constant(i64, step)))
+
+        def larger(a, b):  # a if a > b else b, lane by lane or scalar
+            return builder.select(builder.fcmp_ordered(">", a, b), a, b)
+
+        # main loop: step elements at a time into _MAX_VECTORS running maxima
+        entry = builder.block
+        head = builder.append_basic_block("max_head")
+        body = builder.append_basic_block("max_body")
+        lanes = builder.append_basic_block("max_lanes")
+        builder.branch(head)
+        builder.position_at_end(head)
+        i = builder.phi(i64)
+        i.add_incoming(llvm_ir.Constant(i64, 0), entry)
+        accs = [builder.phi(vec) for _ in range(_MAX_VECTORS)]
+        for a in accs:
+            a.add_incoming(llvm_ir.Constant(vec, [float("-inf")] * width), entry)
+        builder.cbranch(builder.icmp_signed("<", i, main), body, lanes)
+        builder.position_at_end(body)
+        new = []
+        for u, a in enumerate(accs):
+            at = builder.gep(data, [builder.add(i, llvm_ir.Constant(i64, u * width))])
+            new.append(larger(builder.load(builder.bitcast(at, vec.as_pointer()), align=1), a))
+        i.add_incoming(builder.add(i, llvm_ir.Constant(i64, step)), builder.block)
+        for a, v in zip(accs, new, strict=True):
+            a.add_incoming(v, builder.block)
+        builder.branch(head)
+
+        # combine the vectors, then their lanes, in a fixed order
+        builder.position_at_end(lanes)
+        m = accs[0]
+        for a in accs[1:]:
+            m = larger(a, m)
+        best = builder.extract_element(m, llvm_ir.Constant(i64, 0))
+        for lane in range(1, width):
+            best = larger(builder.extract_element(m, llvm_ir.Constant(i64, lane)), best)
+
+        # the last n - main elements, one by one
+        tail_head = builder.append_basic_block("max_tail_head")
+        tail_body = builder.append_basic_block("max_tail_body")
+        done = builder.append_basic_block("max_done")
+        start = builder.block
+        builder.branch(tail_head)
+        builder.position_at_end(tail_head)
+        j = builder.phi(i64)
+        j.add_incoming(main, start)
+        b = builder.phi(scalar)
+        b.add_incoming(best, start)
+        builder.cbranch(builder.icmp_signed("<", j, n), tail_body, done)
+        builder.position_at_end(tail_body)
+        b_next = larger(builder.load(builder.gep(data, [j])), b)
+        j.add_incoming(builder.add(j, llvm_ir.Constant(i64, 1)), builder.block)
+        b.add_incoming(b_next, builder.block)
+        builder.branch(tail_head)
+        builder.position_at_end(done)
+        return b
+
+    return sig, codegen

@@ -5,7 +5,7 @@
 memory:
 
 ================  ===========================================================================
-``exact``         the standard implementation (FA1 Alg. 0 and App. B.2): S, P, dP and dS are
+``standard``      the materialising algorithm (FA1 Alg. 0 and App. B.2): S, P, dP and dS are
                   materialised in slow memory. I/O: ``io.standard_forward_count`` +
                   ``io.standard_backward_count`` (exact counts of our schedules).
 ``flash``         FlashAttention-2's forward and backward (FA2 Algs. 1–2): P is recomputed in
@@ -24,11 +24,11 @@ flop-equivalents, is
 
 where ``io`` is the number of words moved between slow and fast memory and
 ``flops_per_word`` is the machine's balance: how many arithmetic operations it performs in
-the time it moves one word (≈ 10–40 for one CPU core and its DRAM, ≈ 50–100 for a GPU's
-FP32 units and HBM, several hundred for tensor cores). Arithmetic counts (m = n, d_v = d,
-multiply and add counted separately, softmax at a few operations per score):
+the time it moves one word (:func:`attnlib.machines.machine` gives it for the cited presets).
+Arithmetic counts (m = n, d_v = d, multiply and add counted separately, softmax at a few
+operations per score):
 
-* exact: forward QKᵀ and PV (4n²d) + softmax (5n²); backward dV, dP, dQ, dK (8n²d) + dS (2n²):
+* standard: forward QKᵀ and PV (4n²d) + softmax (5n²); backward dV, dP, dQ, dK (8n²d) + dS (2n²):
   **12n²d + 7n²**;
 * flash and smallcache: the backward recomputes S and P (+2n²d + 2n²): **14n²d + 9n²**;
 * polynomial (the memory-light form of :mod:`attnlib.polymethod.approx`): building U and V
@@ -44,14 +44,16 @@ small-cache method two; the polynomial method keeps 3·2nr words (its factors an
 array, as in ``pm.approx_plan``). A method whose slow memory exceeds ``slow_memory`` words,
 whose schedule does not fit M, or whose polynomial does not exist in double precision
 (``pm.least_degree`` refuses) is infeasible. The recommendation is the feasible method of
-least cost; ties go to the simpler method, in the order exact, flash, smallcache, polynomial.
+least cost; ties go to the simpler method, in the order standard, flash, smallcache, polynomial.
 
 B follows AS24: the entries of Q and K are bounded by B with the logits scaled by 1/d, so
 every logit lies in [−B², B²]. For a model with the usual scale 1/√d, fold the scale in:
 B = d^{1/4} · max(‖Q‖∞, ‖K‖∞) (:func:`entry_bound`).
 
-:func:`machine` gives a cited preset's machine keywords. :func:`attention_step` runs one forward
-and backward pass of a head by the exact core or the polynomial method, the two a CPU can time.
+:func:`attnlib.machines.machine` gives a cited preset's machine keywords, and
+:mod:`attnlib.advice_maps` draws the recommendation over n and B. :func:`attnlib.forward_backward`
+runs the step that :func:`advise` prices, by the algorithms a CPU can time
+(``kernels="standard"``, ``"flash"`` and ``"polynomial"``).
 """
 
 from __future__ import annotations
@@ -59,8 +61,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-
-import numpy as np
 
 from . import iomodel as io
 from . import polymethod as pm
@@ -70,15 +70,12 @@ from ._checks import (
     check_choice,
     check_cols,
     check_int,
-    check_memory,
     check_open_unit,
     check_positive_real,
     check_scale,
     describe_int,
     max_abs,
 )
-from .exact import attention_backward, attention_forward
-from .machines import BOOK_CPU_CORE, CpuCore, machine
 
 __all__ = [
     "METHODS",
@@ -86,22 +83,16 @@ __all__ = [
     "Advice",
     "advise",
     "method_flops",
-    "decision_map",
-    "method_boundaries",
     "entry_bound",
-    "attention_step",
-    "CpuCore",
-    "BOOK_CPU_CORE",
-    "machine",
 ]
 
 #: The four methods, in order of simplicity (ties are broken towards the front).
-METHODS = ("exact", "flash", "smallcache", "polynomial")
+METHODS = ("standard", "flash", "smallcache", "polynomial")
 
 #: Default machine balance: flops per word of slow-memory traffic.
-DEFAULT_FLOPS_PER_WORD = 64.0
+_DEFAULT_FLOPS_PER_WORD = 64.0
 #: Default slow-memory capacity in words (2³³ words = 64 GiB of float64).
-DEFAULT_SLOW_MEMORY = 2**33
+_DEFAULT_SLOW_MEMORY = 2**33
 
 
 @dataclass(frozen=True)
@@ -192,14 +183,14 @@ def method_flops(method: str, n: int, d: int, rank: int | None = None) -> float:
 
     Examples
     --------
-    >>> method_flops("exact", 1024, 64), method_flops("polynomial", 1024, 4, rank=70)
+    >>> method_flops("standard", 1024, 64), method_flops("polynomial", 1024, 4, rank=70)
     (812646400.0, 14192640.0)
     """
     n, d = check_int("n", n), check_int("d", d)
     check_choice("method", method, METHODS)
     r = check_int("rank", rank) if method == "polynomial" else None
     try:  # float arithmetic: inf on overflow, OverflowError for an int beyond the float range
-        if method == "exact":
+        if method == "standard":
             flops = 12.0 * n * n * d + 7.0 * n * n
         elif method in ("flash", "smallcache"):
             flops = 14.0 * n * n * d + 9.0 * n * n
@@ -233,7 +224,7 @@ def _polynomial_io(n: int, d: int, r: int, M: int) -> float:
 def _counted(method, n, d, M):
     """(io words, note) from the iomodel closed forms, or (None, why) if it does not fit."""
     try:
-        if method == "exact":
+        if method == "standard":
             c = io.standard_forward_count(n, d, M) + io.standard_backward_count(n, d, M)
         elif method == "flash":
             c = io.flash_forward_count(n, d, M) + io.flash_backward_count(n, d, M)
@@ -264,10 +255,10 @@ def advise(
     eps,
     M,
     *,
-    flops_per_word: float = DEFAULT_FLOPS_PER_WORD,
-    slow_memory: int = DEFAULT_SLOW_MEMORY,
+    flops_per_word: float = _DEFAULT_FLOPS_PER_WORD,
+    slow_memory: int = _DEFAULT_SLOW_MEMORY,
 ) -> Advice:
-    """Recommend exact, flash, smallcache or polynomial attention for one training step.
+    """Recommend standard, flash, smallcache or polynomial attention for one training step.
 
     Parameters
     ----------
@@ -313,9 +304,9 @@ def advise(
 
 def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
     costs = []
-    for method in ("exact", "flash", "smallcache"):
+    for method in ("standard", "flash", "smallcache"):
         flops = method_flops(method, n, d)  # refuses an n or d beyond the float cost model
-        slow = {"exact": 3.0 * n * n, "flash": 0.0, "smallcache": 2.0 * n * n}[method]
+        slow = {"standard": 3.0 * n * n, "flash": 0.0, "smallcache": 2.0 * n * n}[method]
         words, note = _counted(method, n, d, M)
         feasible = words is not None and slow <= slow_memory
         if words is not None and not feasible:
@@ -380,111 +371,6 @@ def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
     return Advice(best.method, n, d, B, eps, M, balance, slow_memory, R, g, r, tuple(costs), reason)
 
 
-def _length(name: str, values) -> int:
-    """The length of a sequence argument (0 if it has none: :func:`_sequence` refuses it)."""
-    try:
-        return len(values)
-    except TypeError:
-        return 0
-
-
-def _sequence(name: str, values) -> list:
-    """A non-empty 1-D sequence (list, tuple or array) as a list of its items."""
-    if isinstance(values, (str, bytes, dict, set)) or not hasattr(values, "__len__"):
-        raise AttnInputError(f"{name} must be a non-empty sequence of numbers, got {values!r:.60}")
-    if isinstance(values, np.ndarray) and values.ndim != 1:
-        raise AttnInputError(f"{name} must be 1-dimensional, got shape {values.shape}")
-    values = list(values)
-    if not values:
-        raise AttnInputError(f"{name} must be a non-empty sequence of numbers, got []")
-    return values
-
-
-#: method_boundaries' largest n: the grid is built in floats and held in int64.
-_MAX_N = 2**62
-
-
-def _check_machine(machine: dict) -> None:
-    """The keywords passed on to :func:`advise` as the machine: only its two keywords."""
-    unknown = sorted(set(machine) - {"flops_per_word", "slow_memory"})
-    if unknown:
-        raise AttnInputError(
-            f"{unknown[0]} is not a machine keyword: pass flops_per_word and slow_memory (or "
-            "M as its own argument), as attnlib.advice.machine returns them"
-        )
-
-
-def decision_map(ns, Bs, *, d, eps, M, **machine) -> np.ndarray:
-    """The recommended method over a grid: an integer array (len(Bs), len(ns)) of indices
-    into :data:`METHODS` (row i is B = Bs[i], column j is n = ns[j]). ``machine`` passes
-    ``flops_per_word`` and ``slow_memory`` to :func:`advise`.
-
-    Raises :class:`attnlib.AttnInputError` if ``ns`` is not a non-empty sequence of positive
-    integers, ``Bs`` not one of positive numbers, ``machine`` holds a keyword other than
-    ``flops_per_word`` and ``slow_memory``, or :func:`advise` refuses a point.
-
-    Examples
-    --------
-    >>> decision_map([64, 2**20], [0.05, 2.0], d=32, eps=1e-3, M=2**16).tolist()
-    [[1, 3], [1, 1]]
-    """
-    # the int64 grid, and a Python list of each axis (a pointer and a number per point)
-    check_memory(
-        "decision_map's grid",
-        8 * _length("ns", ns) * _length("Bs", Bs) + 40 * (_length("ns", ns) + _length("Bs", Bs)),
-        culprits="ns or Bs",
-    )
-    ns = [check_int(f"ns[{j}]", v) for j, v in enumerate(_sequence("ns", ns))]
-    Bs = [check_positive_real(f"Bs[{i}]", v) for i, v in enumerate(_sequence("Bs", Bs))]
-    _check_machine(machine)
-    out = np.empty((len(Bs), len(ns)), dtype=np.int64)
-    for i, B in enumerate(Bs):
-        for j, n in enumerate(ns):
-            out[i, j] = METHODS.index(advise(n, d, float(B), eps, M, **machine).method)
-    return out
-
-
-def method_boundaries(d, B, eps, M, *, n_lo: int = 16, n_hi: int = 2**26, **machine):
-    """Where the recommendation changes along n at fixed (d, B, eps, M).
-
-    Evaluates n on a geometric grid (8 points per octave) from ``n_lo`` to ``n_hi`` and
-    bisects every change down to consecutive integers. Returns a list of
-    ``(n, before, after)``: ``after`` is recommended at n and ``before`` at n − 1. (A
-    change and its reversal inside one grid step would be missed; the grid is fine enough
-    for the cost model's smooth formulas.)
-
-    Raises :class:`attnlib.AttnInputError` if ``n_lo`` or ``n_hi`` is not an integer from 1 to
-    2⁶², ``n_hi`` ≤ ``n_lo``, ``machine`` holds a keyword other than ``flops_per_word`` and
-    ``slow_memory``, or :func:`advise` refuses the arguments.
-    """
-    # n on a float geometric grid: both ends must be floats, and sequence lengths fit in int64
-    n_lo = check_int("n_lo", n_lo, maximum=_MAX_N)
-    n_hi = check_int("n_hi", n_hi, maximum=_MAX_N)
-    if n_hi <= n_lo:
-        raise AttnInputError(f"n_hi must exceed n_lo={n_lo}, got {n_hi}")
-    _check_machine(machine)
-
-    def method(n):
-        return advise(n, d, B, eps, M, **machine).method
-
-    def split(lo, hi, m_lo, m_hi):
-        if m_lo == m_hi:
-            return []
-        if hi - lo == 1:
-            return [(hi, m_lo, m_hi)]
-        mid = (lo + hi) // 2
-        m_mid = method(mid)
-        return split(lo, mid, m_lo, m_mid) + split(mid, hi, m_mid, m_hi)
-
-    octaves = math.log2(n_hi / n_lo)
-    grid = sorted({int(round(x)) for x in np.geomspace(n_lo, n_hi, int(8 * octaves) + 2)})
-    methods = [method(n) for n in grid]
-    out = []
-    for k in range(len(grid) - 1):
-        out += split(grid[k], grid[k + 1], methods[k], methods[k + 1])
-    return out
-
-
 def entry_bound(Q, K, *, scale=None) -> float:
     """AS24's entry bound B of one head whose logits are scale·QKᵀ.
 
@@ -498,6 +384,7 @@ def entry_bound(Q, K, *, scale=None) -> float:
 
     Examples
     --------
+    >>> import numpy as np
     >>> entry_bound(np.full((2, 16), 0.5), np.ones((3, 16)))
     2.0
     >>> entry_bound(np.full((2, 16), 0.5), np.ones((3, 16)), scale=1 / 16)
@@ -515,39 +402,3 @@ def entry_bound(Q, K, *, scale=None) -> float:
             f"too large (fold √(scale·d) = {fold:.3g})"
         )
     return B
-
-
-def attention_step(method: str, Q, K, V, dO, eps: float = 1e-3):
-    """One forward and backward pass of one head, ``(O, (dQ, dK, dV))``, softmax scale 1/√d.
-
-    The step :func:`advise` prices, for the two methods this machine can run and time:
-
-    * ``"exact"``: the core, :func:`attnlib.attention_forward` then
-      :func:`attnlib.attention_backward` (numpy, materialising n×n matrices);
-    * ``"polynomial"``: ``pm.approx_attention`` then ``pm.approx_attention_backward`` at
-      accuracy ``eps`` (the backward rebuilds its factors).
-
-    Q (n, d), K (m, d), V (m, d_v), dO (n, d_v); ``eps`` is used by the polynomial method.
-
-    Raises :class:`attnlib.AttnInputError` if ``method`` is neither of the two, the arrays are
-    not finite float arrays of matching shapes, ``eps`` is not in (0, 1), or (polynomial) no
-    polynomial exists for the logit range or its factors exceed the memory budget.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> Q, K, V, dO = (rng.uniform(-0.5, 0.5, (64, 4)) for _ in range(4))
-    >>> O, (dQ, dK, dV) = attention_step("exact", Q, K, V, dO)
-    >>> O_poly, grads = attention_step("polynomial", Q, K, V, dO, 1e-3)
-    >>> bool(np.abs(O_poly - O).max() < 2e-3 * np.abs(V).max()), dK.shape
-    (True, (64, 4))
-    """
-    check_choice("method", method, ("exact", "polynomial"))
-    eps = check_open_unit("eps", eps)
-    if method == "exact":
-        O, lse = attention_forward(Q, K, V)
-        return O, attention_backward(Q, K, V, O, dO, lse)
-    return (
-        pm.approx_attention(Q, K, V, eps=eps),
-        pm.approx_attention_backward(Q, K, V, dO, eps=eps),
-    )

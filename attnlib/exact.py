@@ -12,27 +12,14 @@ import math
 
 import numpy as np
 
-from ._checks import (
-    AttnInputError,
-    check_backward_inputs,
-    check_bool,
-    check_loss_inputs,
-    check_mask,
-    check_memory_parts,
-    check_qkv,
-    check_scale,
-    conversion_parts,
-    float_dtype,
-)
-from ._checks import is_batched as _is_batched
-from ._heads import backward_heads, causal_keep, causal_mask_bytes, forward_heads
+from ._checks import AttnInputError, check_loss_inputs
+from ._heads import Problem, causal_keep, causal_mask_bytes, normalise
 from .logits import _lse_slack, _probabilities_from_lse
 
 __all__ = [
     "attention_forward",
     "attention",
     "attention_backward",
-    "attention_forward_backward",
     "attention_loss",
     "attention_loss_grad",
 ]
@@ -87,7 +74,8 @@ def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable
     mask : optional boolean (n, m) (batched: any shape broadcastable to (..., H, n, m));
         True keeps a score, False sets it to -inf
     is_causal : keep score (i, j) only if j <= i (top-left aligned, as PyTorch's
-        ``scaled_dot_product_attention``); not together with ``mask``
+        ``scaled_dot_product_attention``); refused together with ``mask``, as PyTorch
+        refuses both: pass the combined keep-mask ``mask & np.tri(n, m, dtype=bool)``
     enable_gqa : batched input: allow H_kv < H (H a multiple of H_kv); query head h
         attends with key/value head h // (H / H_kv), PyTorch's grouped-query convention.
         A bool on 2-D input too, where it has no effect (one head has nothing to group)
@@ -118,20 +106,22 @@ def attention_forward(Q, K, V, *, scale=None, mask=None, is_causal=False, enable
     >>> attention_forward(Q, K, V, is_causal=True)[0].tolist()  # query 0 sees key 0 only
     [[1.0]]
     """
-    if _is_batched(Q):
-        return _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa)
-    causal = _flags(mask, is_causal, enable_gqa)
-    return _attention_forward(Q, K, V, scale=scale, mask=mask, causal=causal)
+    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
+    p = normalise(Q, K, V, **kw, what="the exact forward pass", working=_forward_working)
+    O = np.empty((p.heads, p.n, p.d_v), p.dtype)
+    lse = np.empty((p.heads, p.n), p.dtype)
+    for h, keep in enumerate(_keeps(p)):
+        _forward_values(p.Q[h], p.K[h // p.g], p.V[h // p.g], p.scale, keep, O[h], lse[h])
+    return p.unflatten(O), p.unflatten(lse)
 
 
-def _flags(mask, is_causal, enable_gqa) -> bool:
-    """is_causal as a bool, for 2-D input: enable_gqa must be a bool too (it has no effect
-    on one head), and is_causal excludes a mask."""
-    causal = check_bool("is_causal", is_causal)
-    check_bool("enable_gqa", enable_gqa)
-    if causal and mask is not None:
-        raise AttnInputError("mask and is_causal=True cannot be given together")
-    return causal
+def _keeps(p: Problem):
+    """The (n, m) keep-mask of each query head of ``p`` in turn, or None: with is_causal, the
+    causal mask, built once."""
+    if p.is_causal:
+        tri = causal_keep(p.n, p.m)
+        return (tri for _ in range(p.heads))
+    return (p.keep(h) for h in range(p.heads))
 
 
 #: Row vectors of the exact passes (row maxima, shifts, sums, lse, D), in bytes per row, and
@@ -155,43 +145,28 @@ def _forward_parts(n, m, d_v, dtype, masked, names=("Q", "K", "V")):
     ]
 
 
-def _causal_part(n, m, causal, names=("Q", "K")):
-    if not causal:
+def _forward_working(p: Problem) -> list:
+    """The exact forward pass's working memory for problem ``p`` beyond its conversions: one
+    head's pass (:func:`_forward_parts`), the outputs of every head of batched input, and
+    the causal mask."""
+    parts = _forward_parts(p.n, p.m, p.d_v, p.dtype, p.mask is not None or p.is_causal)
+    if p.lead:
+        outputs = p.heads * p.n * (p.d_v + 1) * p.dtype.itemsize
+        parts.append((outputs, "the outputs O and lse", "Q or V"))
+    return parts + _causal_part(p)
+
+
+def _causal_part(p: Problem) -> list:
+    if not p.is_causal:
         return []
-    return [(causal_mask_bytes(n, m), "the (n, m) causal mask", " or ".join(names))]
+    return [(causal_mask_bytes(p.n, p.m), "the (n, m) causal mask", "Q or K")]
 
 
-def _attention_forward(
-    Q,
-    K,
-    V,
-    *,
-    scale=None,
-    mask=None,
-    causal=False,
-    names=("Q", "K", "scale"),
-    sizes=("Q", "K", "V"),
-    what="the exact forward pass",
-):
-    """:func:`attention_forward` on one head, ``causal`` a bool; ``names`` are the arguments
-    an overflow blames, ``sizes`` those behind Q, K and V that a memory refusal blames,
-    ``what`` the pass it names."""
-    Q, K, V = check_qkv(Q, K, V)
-    n, d = Q.shape
-    m, d_v = V.shape
-    tau = check_scale(scale, d)
-    mask = check_mask(mask, n, m)
-    dtype = float_dtype(Q, K, V)
-    # Refuse before anything is allocated: conversions, causal mask, scores, outputs.
-    parts = conversion_parts(dtype, {"Q": Q, "K": K, "V": V})
-    parts += _causal_part(n, m, causal, sizes[:2])
-    parts += _forward_parts(n, m, d_v, dtype, causal or mask is not None, sizes)
-    check_memory_parts(what, parts)
-    if causal:
-        mask = causal_keep(n, m)
-    Q, K, V = (x.astype(dtype, copy=False) for x in (Q, K, V))
-
-    S = _scores(Q, K, tau, mask, names)
+def _forward_values(Q, K, V, tau, keep, O, lse, names=("Q", "K", "scale")):
+    """O (n, d_v) and lse (n,) of one head, written into ``O`` and ``lse``: Q (n, d),
+    K (m, d), V (m, d_v) validated and of one dtype, ``keep`` the (n, m) keep-mask or None,
+    ``names`` the arguments an overflow blames."""
+    S = _scores(Q, K, tau, keep, names)
     row_max = S.max(axis=1)
     dead = np.isneginf(row_max)  # fully masked rows
     shift = np.where(dead, 0, row_max)
@@ -201,14 +176,13 @@ def _attention_forward(
         E = np.exp(S, out=S)
     row_sum = E.sum(axis=1)
     with np.errstate(divide="ignore"):
-        lse = (np.log(row_sum) + shift).astype(dtype, copy=False)
+        np.add(np.log(row_sum), shift, out=lse)
     lse[dead] = -np.inf
     # Normalise before multiplying by V: each row of P is a convex combination, so O stays
     # representable whenever V is (V entries near the float maximum included).
     # A fully masked row has E = exp(-inf) = 0 and row sum 0: divide it by 1 and it stays 0.
     E /= np.where(dead, 1, row_sum)[:, None]
-    O = E @ V
-    return O, lse
+    np.matmul(E, V, out=O)
 
 
 def attention(Q, K, V, *, scale=None, mask=None, is_causal=False, enable_gqa=False):
@@ -269,10 +243,28 @@ def attention_backward(
     >>> dQ.tolist(), dK.tolist(), dV.tolist()
     ([[-0.5, 0.5]], [[0.0, 0.0], [0.0, 0.0]], [[0.5], [0.5]])
     """
-    if _is_batched(Q):
-        return _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa)
-    causal = _flags(mask, is_causal, enable_gqa)
-    return _attention_backward(Q, K, V, O, dO, lse, scale=scale, mask=mask, causal=causal)
+    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
+    what, outputs = "the exact backward pass", (O, dO, lse)
+    p = normalise(Q, K, V, **kw, outputs=outputs, what=what, working=_backward_working)
+    if p.heads == 1:  # the head's own gradients are the result
+        dQ, dK, dV = _backward_head(p, 0, next(_keeps(p)))
+        return p.unflatten(dQ[None]), p.unflatten(dK[None], kv=True), p.unflatten(dV[None], kv=True)
+    dQ = np.empty(p.Q.shape, p.dtype)
+    dK, dV = np.zeros(p.K.shape, p.dtype), np.zeros(p.V.shape, p.dtype)
+    for h, keep in enumerate(_keeps(p)):
+        # a key/value head's gradients add those of its query heads in their order
+        dQ[h], dK_h, dV_h = _backward_head(p, h, keep)
+        dK[h // p.g] += dK_h
+        dV[h // p.g] += dV_h
+    return p.unflatten(dQ), p.unflatten(dK, kv=True), p.unflatten(dV, kv=True)
+
+
+def _backward_head(p: Problem, h: int, keep):
+    """dQ, dK, dV of query head h of ``p`` (for its key/value head h // g), with the (n, m)
+    keep-mask ``keep`` or None, made finite where they are by :func:`_finite_in_dO`."""
+    j = h // p.g
+    args = (p.Q[h], p.K[j], p.V[j], p.O[h])
+    return _finite_in_dO(lambda dO: _backward_values(*args, dO, p.lse[h], p.scale, keep), p.dO[h])
 
 
 def _backward_parts(n, m, d, d_v, dtype, masked):
@@ -287,27 +279,15 @@ def _backward_parts(n, m, d, d_v, dtype, masked):
     ]
 
 
-def _attention_backward(Q, K, V, O, dO, lse, *, scale, mask, causal):
-    """:func:`attention_backward` on one head, ``causal`` a bool."""
-    Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse)
-    n, d = Q.shape
-    m, d_v = V.shape
-    tau = check_scale(scale, d)
-    mask = check_mask(mask, n, m)
-    dtype = float_dtype(Q, K, V, O, dO, lse)
-    # Refuse before anything is allocated: conversions, causal mask, P and dP, gradients.
-    parts = conversion_parts(dtype, {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse})
-    parts += _causal_part(n, m, causal)
-    parts += _backward_parts(n, m, d, d_v, dtype, causal or mask is not None)
-    check_memory_parts("the exact backward pass", parts)
-    if causal:
-        mask = causal_keep(n, m)
-    Q, K, V, O, dO, lse = (x.astype(dtype, copy=False) for x in (Q, K, V, O, dO, lse))
-
-    def backward(dO):
-        return _backward_values(Q, K, V, O, dO, lse, tau, mask)
-
-    return _finite_in_dO(backward, dO)
+def _backward_working(p: Problem) -> list:
+    """The exact backward pass's working memory for problem ``p`` beyond its conversions: one
+    head's pass (:func:`_backward_parts`), the gradients of every head of batched input, and
+    the causal mask."""
+    parts = _backward_parts(p.n, p.m, p.d, p.d_v, p.dtype, p.mask is not None or p.is_causal)
+    if p.lead:
+        grads = (p.Q.size + p.K.size + p.V.size) * p.dtype.itemsize
+        parts.append((grads, "the gradients", "Q, K or V"))
+    return parts + _causal_part(p)
 
 
 def _finite_in_dO(backward, dO):
@@ -341,7 +321,9 @@ def _backward_values(Q, K, V, O, dO, lse, tau, mask):
     """dQ, dK, dV of one 2-D head, arrays validated and of one dtype, ``mask`` the keep-mask
     or None."""
     dtype = Q.dtype
-    P = _probabilities_from_lse(_scores(Q, K, tau, mask), lse, _lse_slack(Q, K, lse, tau))
+    with np.errstate(over="ignore"):  # a row norm beyond the float range: infinite slack
+        slack = _lse_slack(Q, K, lse, tau)
+    P = _probabilities_from_lse(_scores(Q, K, tau, mask), lse, slack)
     D = np.einsum("ij,ij->i", dO, O)
     dV = P.T @ dO
     # dS = P ∘ (dO Vᵀ − D) in place of dP: two n × m arrays at most (the guard's count)
@@ -355,66 +337,6 @@ def _backward_values(Q, K, V, O, dO, lse, tau, mask):
     dK = dS.T @ Q
     dK *= t
     return dQ, dK, dV
-
-
-def attention_forward_backward(
-    Q, K, V, dO, *, scale=None, mask=None, is_causal=False, enable_gqa=False
-):
-    """One training step's exact attention work: :func:`attention_forward`, then
-    :func:`attention_backward` for the upstream gradient ``dO`` = ∂loss/∂O.
-
-    Arguments as in :func:`attention_forward`, and ``dO`` shaped like O: (n, d_v), or
-    (..., H, n, d_v). Returns ``(O, dQ, dK, dV)``; its time is Θ(n m d) and its memory
-    Θ(n m), since both passes hold the n×m scores.
-
-    Raises
-    ------
-    AttnInputError
-        as :func:`attention_forward` and :func:`attention_backward` do.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> Q, K, V, dO = (rng.standard_normal((4, 3)) for _ in range(4))
-    >>> O, dQ, dK, dV = attention_forward_backward(Q, K, V, dO)
-    >>> O2, lse = attention_forward(Q, K, V)
-    >>> grads = attention_backward(Q, K, V, O2, dO, lse)
-    >>> all(np.array_equal(a, b) for a, b in zip((dQ, dK, dV), grads))
-    True
-    """
-    options = {"scale": scale, "mask": mask, "is_causal": is_causal, "enable_gqa": enable_gqa}
-    O, lse = attention_forward(Q, K, V, **options)
-    return (O, *attention_backward(Q, K, V, O, dO, lse, **options))
-
-
-# ---------------------------------------------------------------------------------------
-# Batched, multi-head input (PyTorch's scaled_dot_product_attention conventions)
-# ---------------------------------------------------------------------------------------
-
-
-def _batched_forward(Q, K, V, scale, mask, is_causal, enable_gqa):
-    def forward(q, k, v, tau, keep, _):
-        return _attention_forward(q, k, v, scale=tau, mask=keep)
-
-    def head_parts(n, m, d, d_v, dtype, masked):
-        return _forward_parts(n, m, d_v, dtype, masked)
-
-    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
-    return forward_heads(
-        Q, K, V, **kw, forward=forward, causal_mask=True, head_parts=head_parts,
-        what="the exact forward pass",
-    )  # fmt: skip
-
-
-def _batched_backward(Q, K, V, O, dO, lse, scale, mask, is_causal, enable_gqa):
-    def backward(q, k, v, o, do, ls, tau, keep, _):
-        return _attention_backward(q, k, v, o, do, ls, scale=tau, mask=keep, causal=False)
-
-    kw = dict(scale=scale, mask=mask, is_causal=is_causal, enable_gqa=enable_gqa)
-    return backward_heads(
-        Q, K, V, O, dO, lse, **kw, backward=backward, causal_mask=True,
-        head_parts=_backward_parts, what="the exact backward pass",
-    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------
@@ -442,9 +364,9 @@ def attention_loss(X, A1, A2, A3, Y, E):
         Q, h = A1 @ X, A3 @ Y
     _check_loss_logits(Q)
     _check_values(h)
-    O, _ = _attention_forward(
-        Q, A2, h, scale=1.0 / d, names=_LOSS_NAMES, sizes=_LOSS_SIZES, what="attention_loss"
-    )
+    # the memory of this forward pass is part of check_loss_inputs's guard (_loss_parts)
+    O, lse = np.empty((Q.shape[0], d), Q.dtype), np.empty(Q.shape[0], Q.dtype)
+    _forward_values(Q, A2, h, 1.0 / d, None, O, lse, _LOSS_NAMES)
     with np.errstate(over="ignore", invalid="ignore"):
         c = O - E
         c *= c

@@ -15,7 +15,7 @@ import numpy as np
 from ._checks import AttnInputError, as_float_array, check_cols, check_int, check_positive_real
 from .config import RANGE_STEPS_PER_OCTAVE
 
-__all__ = ["max_row_norm", "logit_range", "round_up_to_grid", "MAX_STEPS_PER_OCTAVE"]
+__all__ = ["max_row_norm", "logit_range", "round_up_to_grid"]
 
 #: Rows per block of :func:`max_row_norm`, so that its float64 temporaries stay small.
 _BLOCK_WORDS = 1 << 16
@@ -84,7 +84,7 @@ def round_up_to_grid(R, steps_per_octave: int = RANGE_STEPS_PER_OCTAVE) -> float
     rounded logarithm alone can land one step low (an ulp below R) or high.
 
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number,
-    ``steps_per_octave`` is not an integer from 0 to :data:`MAX_STEPS_PER_OCTAVE`, or R
+    ``steps_per_octave`` is not an integer from 0 to 2²⁰, or R
     rounded up is beyond the float range.
 
     Examples
@@ -93,7 +93,9 @@ def round_up_to_grid(R, steps_per_octave: int = RANGE_STEPS_PER_OCTAVE) -> float
     (4.0, 4.0, 3.0)
     """
     R = check_positive_real("R", R)
-    steps = check_int("steps_per_octave", steps_per_octave, minimum=0, maximum=MAX_STEPS_PER_OCTAVE)
+    steps = check_int(
+        "steps_per_octave", steps_per_octave, minimum=0, maximum=_MAX_STEPS_PER_OCTAVE
+    )
     if steps == 0:
         return R
 
@@ -115,7 +117,7 @@ def round_up_to_grid(R, steps_per_octave: int = RANGE_STEPS_PER_OCTAVE) -> float
 
 #: The finest grid of :func:`round_up_to_grid`: its steps (a factor 1 + 6.6e-7) stay far above
 #: the rounding of k / steps_per_octave.
-MAX_STEPS_PER_OCTAVE = 2**20
+_MAX_STEPS_PER_OCTAVE = 2**20
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
@@ -133,7 +135,9 @@ def _row_norms(X: np.ndarray) -> np.ndarray:
             out[i0 : i0 + rows] = 0.0
             continue
         block /= top
-        out[i0 : i0 + rows] = top * np.sqrt(np.einsum("ij,ij->i", block, block))
+        # a norm beyond the float range is inf, which the callers read as "does not fit"
+        with np.errstate(over="ignore"):
+            out[i0 : i0 + rows] = top * np.sqrt(np.einsum("ij,ij->i", block, block))
     return out.reshape(X.shape[:-1])
 
 

@@ -8,10 +8,11 @@ crossover, which method is faster at which n) is asserted instead against result
 ``machine.csv`` and ``chapters_machine.csv``, which say what machine and what run they came
 from. (A chapter still times the same calls live and shows the result as "on your machine".)
 
-:func:`results_folder` finds that folder from a chapter's working directory,
-:func:`read_benchmark_csv` reads a file by its schema and :func:`read_committed` does both;
-:func:`timing_series` picks one series of ``chapters_time.csv`` and :func:`machine_summary`
-says in one line where and how it was measured.
+:func:`read_committed` finds that folder from a chapter's working directory (or from the
+unzipped notebooks of the book's downloads) and reads a file of it by its schema
+(:func:`read_benchmark_csv`); :func:`timing_series` picks one series of
+``chapters_time.csv`` and :func:`machine_summary` says in one line where and how it was
+measured.
 """
 
 from __future__ import annotations
@@ -22,20 +23,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import AttnInputError, check_choice
+from ._checks import AttnInputError, as_entries, check_choice
 
 __all__ = [
-    "RESULTS_PATH",
-    "results_folder",
     "read_benchmark_csv",
     "read_committed",
-    "STATISTICS",
     "timing_series",
     "machine_summary",
 ]
 
 #: Where ``make bench`` writes its results, relative to the repository root.
-RESULTS_PATH = Path("benchmarks") / "results"
+_RESULTS_PATH = Path("benchmarks") / "results"
 
 _PARSERS = {
     "str": str,
@@ -45,7 +43,7 @@ _PARSERS = {
 }
 
 
-def results_folder(start=None) -> Path:
+def _results_folder(start=None) -> Path:
     """The folder of committed results, ``benchmarks/results``, in ``start`` (default: the
     working directory) or the nearest folder above it that has one: a chapter runs with
     ``book/`` (or, unzipped from the book's downloads, ``notebooks/``) as its working directory.
@@ -62,11 +60,11 @@ def results_folder(start=None) -> Path:
         raise AttnInputError(f"start must be a path, got {type(start).__name__}")
     start = Path(start).resolve()
     for folder in (start, *start.parents):
-        if (folder / RESULTS_PATH / "schema.json").is_file():
-            return folder / RESULTS_PATH
+        if (folder / _RESULTS_PATH / "schema.json").is_file():
+            return folder / _RESULTS_PATH
     raise AttnInputError(
         f"start: no folder from {start} upwards holds the committed benchmark results "
-        f"({RESULTS_PATH}/schema.json); run the chapter from the repository or from the "
+        f"({_RESULTS_PATH}/schema.json); run the chapter from the repository or from the "
         "unzipped notebooks.zip of the book's downloads, which carries them"
     )
 
@@ -108,27 +106,28 @@ def read_benchmark_csv(path) -> list[dict]:
 
 def read_committed(name: str, *, start=None) -> list[dict]:
     """The rows of the committed results file ``name`` (``"chapters_time.csv"``, say):
-    :func:`read_benchmark_csv` of it in :func:`results_folder` ``(start)``.
+    :func:`read_benchmark_csv` of it in ``benchmarks/results``, found in ``start`` (default:
+    the working directory) or the nearest folder above it that has one: a chapter runs with
+    ``book/`` (or, unzipped from the book's downloads, ``notebooks/``) as its working
+    directory.
 
     Raises
     ------
     AttnInputError
-        if ``name`` is not a bare file name, or as :func:`results_folder` and
-        :func:`read_benchmark_csv`.
+        if ``name`` is not a bare file name, ``start`` is not a path, neither it nor a folder
+        above it holds ``benchmarks/results/schema.json``, or as :func:`read_benchmark_csv`.
     """
     if not isinstance(name, str) or not name or Path(name).name != name:
-        raise AttnInputError(f"name must be the name of a file of {RESULTS_PATH}, got {name!r}")
-    return read_benchmark_csv(results_folder(start) / name)
+        raise AttnInputError(f"name must be the name of a file of {_RESULTS_PATH}, got {name!r}")
+    return read_benchmark_csv(_results_folder(start) / name)
 
 
-def _check_rows(rows) -> list:
-    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) for r in rows):
-        raise AttnInputError("rows must be a list of rows (dicts) of read_benchmark_csv")
-    return list(rows)
+#: What the row arguments hold (for the messages that refuse them).
+_ROWS = "rows (dicts) of read_benchmark_csv"
 
 
 #: The statistics over the rounds of a timing that ``chapters_time.csv`` records.
-STATISTICS = ("min", "median", "max")
+_STATISTICS = ("min", "median", "max")
 
 
 def timing_series(
@@ -144,7 +143,7 @@ def timing_series(
     ------
     AttnInputError
         if ``rows`` is not a list of dicts, ``experiment`` or ``method`` is not a string,
-        ``statistic`` is not one of :data:`STATISTICS`, a key of ``where`` is not a column, no
+        ``statistic`` is not "min", "median" or "max", a key of ``where`` is not a column, no
         row matches, or two matching rows have the same n (``where`` does not pick one series).
 
     Examples
@@ -157,11 +156,11 @@ def timing_series(
     >>> timing_series(rows, "ov", "brute-force", statistic="median")[1].tolist()
     [0.002097152, 0.008388608]
     """
-    rows = _check_rows(rows)
+    rows = as_entries("rows", rows, of=_ROWS, entry_type=dict)
     for name, value in (("experiment", experiment), ("method", method)):
         if not isinstance(value, str):
             raise AttnInputError(f"{name} must be a string, got {type(value).__name__}")
-    column = f"{check_choice('statistic', statistic, STATISTICS)}_s"
+    column = f"{check_choice('statistic', statistic, _STATISTICS)}_s"
     columns = set().union(*(r.keys() for r in rows)) if rows else set()
     unknown = sorted(set(where) - columns)
     if unknown:
@@ -195,7 +194,7 @@ def machine_summary(rows, experiment: str) -> str:
     AttnInputError
         if ``rows`` is not a list of key/value rows, or they do not describe ``experiment``.
     """
-    rows = _check_rows(rows)
+    rows = as_entries("rows", rows, of=_ROWS, entry_type=dict)
     try:
         info = {r["key"]: r["value"] for r in rows}
     except KeyError as exc:

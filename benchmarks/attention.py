@@ -4,7 +4,7 @@ Run from the repository root::
 
     python -m benchmarks.attention            # the standard grid (make bench)
     python -m benchmarks.attention --full     # also numpy at every d, and the forward alone
-    python -m benchmarks.attention --quick    # a smoke run (~2 min), written to a temp folder
+    python -m benchmarks.attention --quick    # a smoke run, written to a temp folder
 
 The standard grid is every dtype (float32, float64), d in {32, 64, 128} and n in {512, ...,
 16384}, with 1 thread and with all cores; then the multi-head shapes of :data:`HEAD_SHAPES`
@@ -23,7 +23,7 @@ multi-head shapes, Q and dO of shape (batch, heads, n, d) and K, V of (batch, kv
   script says so plainly when it is not, and skips those rows. "PyTorch" in the summary is the
   faster of the two on each shape.
 - ``gemm`` (at n = 4096): one BLAS gemm (numpy's) of (n × 7d)·(7d × n), which does the same
-  14·n²·d flops as the matrix products of forward + backward (:func:`attnlib.fast.flop_count`)
+  14·n²·d flops as the matrix products of forward + backward (:func:`attnlib.costs.flop_count`)
   at the machine's full matmul rate: the "matmul limit", timed in the same round-robin.
 
 Times are medians over repeats after two untimed calls (the first call of the numba kernels
@@ -67,12 +67,11 @@ from .schema import RESULTS, write_csv, write_schema
 from .workers import IMPLS, MAX_N_MATERIALISED, TORCH_IMPLS
 
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-# After each call, OpenBLAS's worker threads spin for about 2^28 cycles (~0.1 s) before they
+# After each call, OpenBLAS's worker threads spin for 2^28 cycles (its default) before they
 # sleep. In the round-robin, numpy's exact path and the gemm (numpy's OpenBLAS, all threads)
-# come right before flash_*, whose two threads then shared the cores with a spinning one: at
-# n = 2048, d = 64 with two threads, 24 ms alone, 53 ms right after numpy's exact path. 2^4
-# cycles puts them to sleep at once; numpy's gemm rate is the same (70.8 and 70.3 ms at
-# n = 4096, d = 64 with and without, on two threads).
+# come right before flash_*, whose threads then share the cores with a spinning one and time
+# the spinning too. 2^4 cycles puts them to sleep at once, and leaves numpy's own gemm as
+# fast as it was (both measured in this benchmark's round-robin when the value was chosen).
 OPENBLAS_THREAD_TIMEOUT = "4"
 
 
@@ -302,7 +301,7 @@ def summarise(time_rows, memory_rows, heads_rows=()) -> list[str]:
     """The headline ratios, as lines of text: flash_* against the faster PyTorch backend on
     every shape, single-head and multi-head, the matmul limit at n = 4096, and the extra
     memory."""
-    from attnlib.fast import flop_count
+    from attnlib.costs import flop_count
     from attnlib.plots import heads_vs_torch, median_seconds, torch_seconds
 
     lines = [

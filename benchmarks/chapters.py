@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.chapters --unset-openblas-coretype     # make bench-chapters (~5 min)
+    python -m benchmarks.chapters --unset-openblas-coretype     # make bench-chapters
     python -m benchmarks.chapters --only loss-grad ov           # some experiments only
     python -m benchmarks.chapters --quick                        # a smoke run, to a temp folder
 
@@ -14,8 +14,8 @@ live, as "on your machine", and print the result next to the committed one witho
 
 The experiments, each the one its chapter runs live (same calls, same inputs, same sizes):
 
-- ``exact-step`` (Chapter 1): :func:`attnlib.attention_forward_backward`, float64, d = 64,
-  n = 256 ... 4096;
+- ``exact-step`` (Chapter 1): :func:`attnlib.forward_backward` with ``kernels="standard"``
+  (the materialising algorithm), float64, d = 64, n = 256 ... 4096;
 - ``loss-grad`` (Chapter 7): AS24's gradient dL/dX by the materialising numpy core
   (:func:`attnlib.attention_loss_grad`, ``exact``), the compiled tiled kernel
   (:func:`attnlib.flash_attention_loss_grad`, ``flash``) and the almost-linear approximation
@@ -24,13 +24,14 @@ The experiments, each the one its chapter runs live (same calls, same inputs, sa
   n = 64 ... 2048, 4096 and 16384 respectively;
 - ``ov`` (Chapter 8): :func:`attnlib.hardness.brute_force_ov` on random NO instances with
   m = 128, n = 1024 ... 8192;
-- ``attention-step`` (Chapter 9): :func:`attnlib.advice.attention_step`, exact against
-  polynomial (eps = 1e-3) at d = 32, at points on both sides of the cost model's boundary;
-- ``rates`` (Chapter 9): :func:`attnlib.nbtools.machine_rates`, one core's float64 matmul rate
+- ``attention-step`` (Chapter 9): :func:`attnlib.forward_backward`, ``kernels="standard"``
+  (rows labelled ``exact``) against ``kernels="polynomial"`` (eps = 1e-3) at d = 32, at points
+  on both sides of the cost model's boundary;
+- ``rates`` (Chapter 9): :func:`attnlib.measure.machine_rates`, one core's float64 matmul rate
   and copy bandwidth, whose ratio is the machine balance of the CPU map.
 
 Every timing is a round-robin on the CPU clock (the process's CPU time), as
-:func:`attnlib.nbtools.round_robin_times` times the chapters' live cells: a first, untimed call of
+:func:`attnlib.measure.round_robin_times` times the chapters' live cells: a first, untimed call of
 each (size, method) sets how many back-to-back calls make one timing last ``min_seconds``; then
 every one is timed once per round, for ``--rounds`` rounds, so that a slow spell of the machine
 falls on every size alike. Each row records the fastest, the median and the slowest round. The
@@ -52,7 +53,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -123,32 +123,16 @@ def emit(record: dict) -> None:
     print("RESULT " + json.dumps(record), flush=True)
 
 
-def round_robin(calls: dict, rounds: int, min_seconds: float = 0.02) -> tuple[dict, dict]:
-    """Every round's CPU seconds per call of ``calls`` ({key: (fn, args)}), and the
-    back-to-back calls per timing: a first, untimed call of each sets how many make one timing
-    last about ``min_seconds``; then each round times every call once, in order."""
-    now = time.process_time
-    repeats = {}
-    for key, (fn, args) in calls.items():
-        start = now()
-        fn(*args)
-        repeats[key] = max(1, math.ceil(min_seconds / max(now() - start, 1e-9)))
-    samples: dict = {key: [] for key in calls}
-    for _ in range(rounds):
-        for key, (fn, args) in calls.items():
-            start = now()
-            for _ in range(repeats[key]):
-                fn(*args)
-            samples[key].append((now() - start) / repeats[key])
-    return samples, repeats
-
-
 def time_and_emit(experiment: str, calls: dict, shapes: dict, rounds: int, min_seconds=0.02):
-    """Time ``calls`` round-robin (:func:`round_robin`) and print one row per call: ``calls``
-    and ``shapes`` are keyed alike, each shape a dict of the row's columns (method, dtype, n,
-    d, and B, eps, rank where they apply)."""
+    """Time ``calls`` round-robin on the CPU clock (:func:`attnlib.measure.round_robin_samples`)
+    and print one row per call: ``calls`` and ``shapes`` are keyed alike, each shape a dict of
+    the row's columns (method, dtype, n, d, and B, eps, rank where they apply)."""
+    from attnlib.measure import round_robin_samples
+
     load = os.getloadavg()[0]
-    samples, repeats = round_robin(calls, rounds, min_seconds)
+    samples, repeats = round_robin_samples(
+        calls, rounds=rounds, clock="cpu", min_seconds=min_seconds
+    )
     for key, times in samples.items():
         emit(
             {
@@ -168,15 +152,18 @@ def time_and_emit(experiment: str, calls: dict, shapes: dict, rounds: int, min_s
 
 
 def worker_exact_step(opts) -> None:
+    import functools
+
     import numpy as np
 
     import attnlib as al
 
+    standard_step = functools.partial(al.forward_backward, kernels="standard")
     rng = np.random.default_rng(1)
     calls, shapes = {}, {}
     for n in opts["sizes"]:
         args = tuple(rng.standard_normal((n, EXACT_STEP_D)) for _ in range(4))
-        calls[n] = (al.attention_forward_backward, args)
+        calls[n] = (standard_step, args)
         shapes[n] = {"method": "exact", "dtype": "float64", "n": n, "d": EXACT_STEP_D}
     time_and_emit("exact-step", calls, shapes, opts["rounds"])
 
@@ -231,9 +218,13 @@ def worker_attention_step(opts) -> None:
 
     import numpy as np
 
+    import attnlib as al
     from attnlib import polymethod as pm
-    from attnlib.advice import attention_step
 
+    step = {
+        "exact": functools.partial(al.forward_backward, kernels="standard"),
+        "polynomial": functools.partial(al.forward_backward, kernels="polynomial", eps=STEP_EPS),
+    }
     rng = np.random.default_rng(8)  # the inputs of Chapter 9, drawn in its order
     calls, shapes = {}, {}
     for n, B in opts["points"]:
@@ -242,19 +233,18 @@ def worker_attention_step(opts) -> None:
         V, dO = rng.normal(size=(n, STEP_D)), rng.normal(size=(n, STEP_D))
         rank = pm.approx_plan(Q, K, eps=STEP_EPS).rank
         base = {"dtype": "float64", "n": n, "d": STEP_D, "B": B}
-        calls["exact", n, B] = (attention_step, ("exact", Q, K, V, dO))
+        calls["exact", n, B] = (step["exact"], (Q, K, V, dO))
         shapes["exact", n, B] = {"method": "exact", **base}
-        poly = functools.partial(attention_step, eps=STEP_EPS)
-        calls["polynomial", n, B] = (poly, ("polynomial", Q, K, V, dO))
+        calls["polynomial", n, B] = (step["polynomial"], (Q, K, V, dO))
         shapes["polynomial", n, B] = {"method": "polynomial", **base, "eps": STEP_EPS}
         shapes["polynomial", n, B]["rank"] = rank
     time_and_emit("attention-step", calls, shapes, opts["rounds"])
 
 
 def worker_rates(opts) -> None:
-    from attnlib import nbtools as nbt
+    from attnlib import measure
 
-    flops_s, words_s = nbt.machine_rates()
+    flops_s, words_s = measure.machine_rates()
     emit({"kind": "rates", "flops_per_s": flops_s, "words_per_s": words_s})
 
 

@@ -1,14 +1,21 @@
-"""Helpers shared by the test files: random inputs and comparisons. Fixtures and pytest hooks
-live in conftest.py; the numerical tools the chapters use too (central_difference,
-loglog_slope, rel_err) come from attnlib.nbtools."""
+"""What several test files share, written once: random inputs (2-D and batched), comparisons
+(relative error, closeness, FlashAttention's accuracy rule, the rounding bounds of the float64
+reference), the instances of Parts I and III the tests of two modules use, and the checks of a
+figure. Fixtures and pytest hooks live in conftest.py; the numerical tools the chapters use
+too come from the library: central_difference and rel_err from attnlib.nbtools, loglog_slope
+from attnlib.measure."""
 
 from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 
+import attnlib as al
+from attnlib import hardness as hd
 from attnlib import nbtools
+from attnlib.iomodel import flash_backward_blocks
 
 
 def rel_err(a, b) -> float:
@@ -161,3 +168,174 @@ def reference_mismatches(got, want, tolerances) -> list[str]:
                 f"tolerance {float(tol[k]):.3g} ({int(over.sum())} entries over)"
             )
     return bad
+
+
+def flash_rule_rounding(ref, dtype) -> float:
+    """The rounding term of :func:`assert_within_flash_rule`: 4 units of ``dtype``'s epsilon
+    times max|ref|, a few roundings of the largest entry; it matters only where the naive
+    computation happens to be exact (a naive error of 0 would otherwise demand an exact
+    result)."""
+    return 4 * float(np.finfo(dtype).eps) * float(np.abs(ref).max())
+
+
+def assert_within_flash_rule(got, naive, ref, rounding=None):
+    """FlashAttention's accuracy rule, as its own tests state it (Dao-AILab/flash-attention,
+    tests/test_flash_attn.py: "Check that FlashAttention's numerical error is at most twice
+    the numerical error of a Pytorch implementation"; its Hopper tests add an absolute term):
+    the max error of ``got`` against the float64 reference ``ref`` is at most twice the max
+    error of ``naive``, the same quantity computed plainly in ``got``'s dtype, plus
+    ``rounding`` (default :func:`flash_rule_rounding` in ``got``'s dtype). The reference is
+    computed on the same low-precision inputs, promoted, so only the arithmetic differs."""
+    got, naive, ref = (np.asarray(x) for x in (got, naive, ref))
+    assert got.shape == ref.shape == naive.shape, (got.shape, naive.shape, ref.shape)
+    if rounding is None:
+        rounding = flash_rule_rounding(ref, got.dtype)
+    err = float(np.abs(got - ref).max())
+    naive_err = float(np.abs(naive - ref).max())
+    assert err <= 2 * naive_err + rounding, (err, naive_err, rounding)
+
+
+#: Batched cases (batch, H, H_kv, n, m, d, d_v, is_causal): no batch axis, one and two batch
+#: axes, grouped (H_kv < H, down to one K/V head) and not, n < m and n > m, one query row.
+BATCHED_CASES = [
+    ((), 1, 1, 4, 4, 3, 3, False),
+    ((2,), 4, 2, 5, 7, 3, 2, False),
+    ((2, 3), 4, 1, 6, 6, 4, 4, True),
+    ((1,), 6, 3, 7, 5, 2, 3, True),
+    ((3,), 2, 2, 1, 9, 8, 8, False),
+]
+
+
+def batched_qkv_dO(batch, H, H_kv, n, m, d, d_v, seed=0):
+    """Standard normal Q (*batch, H, n, d), K (*batch, H_kv, m, d), V (*batch, H_kv, m, d_v)
+    and upstream gradient dO (*batch, H, n, d_v), float64, drawn in that order from
+    ``default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    Q = rng.standard_normal((*batch, H, n, d))
+    K = rng.standard_normal((*batch, H_kv, m, d))
+    V = rng.standard_normal((*batch, H_kv, m, d_v))
+    dO = rng.standard_normal((*batch, H, n, d_v))
+    return Q, K, V, dO
+
+
+def one_row_layouts(row):
+    """The same single row (d,) as a (1, d) array made every way numpy allows: a new axis
+    and a broadcast (row stride 0), a strided slice, a reshape, a transposed column, an
+    arbitrary row stride (not even a multiple of the item size), and a column-strided view
+    (not C-contiguous, so copied)."""
+    d = row.shape[0]
+    wide = np.zeros((3, 2 * d), row.dtype)
+    wide[1, ::2] = row
+    size = row.itemsize
+    odd = np.lib.stride_tricks.as_strided(row, shape=(1, d), strides=(size + 3, size))
+    return {
+        "x[None]": row[None],
+        "broadcast_to": np.broadcast_to(row, (1, d)),
+        "step slice": np.stack([row, row])[::2],
+        "reshape": row.copy().reshape(1, d),
+        "column.T": row[:, None].T,
+        "odd row stride": odd,
+        "column-strided": wide[1:2, ::2],
+    }
+
+
+# ---- Part I: block-sparse grids ---------------------------------------------------------------
+
+#: (d, M) of the block-sparse counts: blocks from a few rows to hundreds, d from 32 to 128.
+SPARSE_BLOCK_CASES = [(64, 2000), (64, 30000), (64, 200000), (128, 100000), (32, 10**6)]
+
+
+def sparse_block_grid(d, M):
+    """(n, B_r, B_c, T_r, T_c): flash_backward's blocks at (d, M) and an n divisible by both
+    block sizes, so that every block is full, with the dense block grid T_r × T_c."""
+    B_r, B_c = flash_backward_blocks(d, M)
+    n = B_r * B_c * max(1, 4096 // (B_r * B_c))
+    return n, B_r, B_c, n // B_r, n // B_c
+
+
+def thin_block_cover(T_r, T_c):
+    """A thin (T_r, T_c) block pattern with every block row and column non-empty (a
+    'diagonal')."""
+    base = np.zeros((T_r, T_c), dtype=bool)
+    base[np.arange(T_r), np.arange(T_r) * T_c // T_r] = True
+    base[np.arange(T_c) * T_r // T_c, np.arange(T_c)] = True
+    return base
+
+
+# ---- Part III: instances of the reductions ----------------------------------------------------
+
+
+def gap_params(n):
+    """(m, t, eps) of hardness.gap_ann_parameters(n), checked against the book's choice:
+    m = 12·log₂ n, t = m/6, eps = 1."""
+    m, t, eps = hd.gap_ann_parameters(n)
+    assert (m, t, eps) == (12 * int(math.log2(n)), m // 6, 1.0)
+    return m, t, eps
+
+
+#: The gradient oracle of the attention-from-gradient tests: AS24's dL/dX.
+GRAD = al.attention_loss_grad
+
+
+def f_direct(Q, K, V, lam, tau):
+    """f(λ) = ‖softmax(λτQKᵀ)V‖²_F straight from the forward pass."""
+    return float(np.sum(al.attention(Q, K, V, scale=lam * tau) ** 2))
+
+
+def gap_instance(n, planted, seed):
+    """(Q, K, V, τ): a planted Gap-ANN instance of size n reduced to attention, τ = 1/(2m)."""
+    m, t, eps = hd.gap_ann_parameters(n)
+    A, B, _ = hd.planted_gap_ann(n, m, t, eps, planted=planted, seed=seed)
+    Q, K, V, _ = hd.gap_ann_to_attention(A, B, t, eps, scale=1 / (2 * m))
+    return Q, K, V, 1 / (2 * m)
+
+
+def ov_instance(n, orthogonal, seed):
+    """(Q, K, V, τ): a planted OV instance of n vectors of m = 3·log₂ n bits reduced to
+    attention, τ = 1/m."""
+    m = 3 * int(math.log2(n))
+    A, B, _ = hd.planted_ov(n, m, orthogonal=orthogonal, seed=seed)
+    Q, K, V, _ = hd.ov_to_attention(A, B, scale=1 / m)
+    return Q, K, V, 1 / m
+
+
+def random_instance(seed, n=7, m=9, d=4, dv=3, size=1.5):
+    """(Q, K, V, τ): normal entries of standard deviation ``size``, τ = 1/√d."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = (size * rng.standard_normal(s) for s in ((n, d), (m, d), (m, dv)))
+    return Q, K, V, 1 / math.sqrt(d)
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+
+def assert_labelled_with_takeaway(fig, *, legend: bool = True) -> None:
+    """A figure of Chapters 1 and 8: a matplotlib Figure whose every axis but a colour bar has
+    an x label, with a legend (``legend=False`` for a heat map with its colour bar, or panels
+    titled instead) and a one-line takeaway under the axes."""
+    assert isinstance(fig, plt.Figure)
+    for ax in fig.axes:
+        if ax.get_label() != "<colorbar>":
+            assert ax.get_xlabel(), ax
+    assert any(ax.get_legend() for ax in fig.axes) or not legend
+    assert fig.texts, "every figure has a one-line takeaway"
+
+
+def assert_axes_labelled_with_italic_takeaway(fig) -> None:
+    """A figure of Part IV: a matplotlib Figure whose first axis has a y label, every axis an
+    x label or tick labels (a bar chart names its bars), and an italic one-line takeaway."""
+    assert isinstance(fig, plt.Figure)
+    for ax in fig.axes:
+        assert ax.get_ylabel() or ax is not fig.axes[0]
+        assert ax.get_xlabel() or ax.get_xticklabels()
+    assert any(t.get_text() and t.get_style() == "italic" for t in fig.texts)
+
+
+def draw_line(k, scale=1.0):
+    """A figure that differs at every k, for the live figures' tests: a module-level function,
+    so that it can be imported by its "module:qualname"."""
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1], [0, scale * k])
+    ax.set_ylim(0, 4)
+    ax.set_title(f"k = {k}")
+    return fig

@@ -1,4 +1,10 @@
-"""The exact core against slow oracles, scipy, finite differences and hypothesis."""
+"""The exact core (attnlib.exact) against slow oracles, scipy, finite differences and
+hypothesis; on batched, multi-head input (..., H, n, d) with grouped K/V heads and causal
+masking, equal to the 2-D computation head by head and to PyTorch's
+scaled_dot_product_attention (when PyTorch is installed); and its bad input, each refusal
+naming the argument (the bad Q, K and V that every implementation shares are in
+test_qkv_inputs.py; values against the float64 reference on structured families in
+test_batched_reference.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +13,13 @@ import math
 import numpy as np
 import pytest
 import scipy.special
-from helpers import random_qkv, rel_err
+from helpers import BATCHED_CASES, assert_within_flash_rule, batched_qkv_dO, random_qkv, rel_err
 from hypothesis import given
 from hypothesis import strategies as st
 from naive import naive_backward, naive_forward, naive_loss, naive_loss_grad
 
 import attnlib as al
+from attnlib import AttnInputError
 from attnlib.nbtools import central_difference
 
 # FlashAttention's awkward (n, m) shapes, scaled to stay fast, crossed with d of 1, 3 and 64.
@@ -215,7 +222,7 @@ def test_property_matches_oracle_and_stays_in_hull(case):
 
 
 def test_float32_obeys_the_differential_rule(rng):
-    """FlashAttention's rule: float32 error ≤ 2 × a naive float32 computation's error + rounding.
+    """FlashAttention's rule (assert_within_flash_rule) for the exact core in float32.
 
     The naive float32 computation materialises exp(S) without the max shift, normalises, and
     multiplies; the reference is the float64 result on the same (float32-rounded) inputs.
@@ -228,8 +235,7 @@ def test_float32_obeys_the_differential_rule(rng):
         S = (Q @ K.T) * np.float32(1 / math.sqrt(d))
         P = np.exp(S)
         naive32 = (P / P.sum(axis=1, keepdims=True)) @ V
-        rounding = 4 * np.finfo(np.float32).eps * np.abs(O64).max()
-        assert np.abs(O32 - O64).max() <= 2 * np.abs(naive32 - O64).max() + rounding
+        assert_within_flash_rule(O32, naive32, O64)
         dO = rng.standard_normal(O32.shape).astype(np.float32)
         g32 = al.attention_backward(Q, K, V, O32, dO, lse32)
         g64 = al.attention_backward(
@@ -240,10 +246,9 @@ def test_float32_obeys_the_differential_rule(rng):
         dS = P32 * (dO @ V.T - np.sum(dO * naive32, axis=1, keepdims=True))
         tau = np.float32(1 / math.sqrt(d))
         naive_grads = (tau * dS @ K, tau * dS.T @ Q, P32.T @ dO)
+        assert [g.dtype for g in g32] == [np.float32] * 3
         for g, ref, naive in zip(g32, g64, naive_grads, strict=True):
-            assert g.dtype == np.float32
-            rounding = 4 * np.finfo(np.float32).eps * np.abs(ref).max()
-            assert np.abs(g - ref).max() <= 2 * np.abs(naive - ref).max() + rounding
+            assert_within_flash_rule(g, naive, ref)
 
 
 def test_mixed_precision_promotes_to_float64(rng):
@@ -276,13 +281,13 @@ def test_inputs_are_never_modified(rng):
 
 
 def _guarded_and_peak(monkeypatch, call):
-    """(the largest total the memory guards computed, the traced peak) of ``call()``: the
-    guards of the 2-D passes (exact.check_memory_parts), of the batched loops
-    (_heads.check_memory_parts) and of the loss functions' conversions
-    (_checks.check_memory_parts, through check_loss_inputs)."""
+    """(the largest total the memory guards computed, the traced peak) of ``call()``: every
+    call of check_memory_parts from attnlib's modules, the guard of the attention passes
+    (attnlib._heads.normalise) and of the loss functions (through check_loss_inputs)."""
+    import sys
     import tracemalloc
 
-    from attnlib import _checks, _heads, exact
+    from attnlib import _checks
 
     totals, guard = [], _checks.check_memory_parts
 
@@ -290,8 +295,9 @@ def _guarded_and_peak(monkeypatch, call):
         totals.append(guard(what, parts, **kw))
         return totals[-1]
 
-    for module in (exact, _heads, _checks):
-        monkeypatch.setattr(module, "check_memory_parts", recording)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("attnlib") and getattr(module, "check_memory_parts", None) is guard:
+            monkeypatch.setattr(module, "check_memory_parts", recording)
     call()  # warm: numpy's first calls allocate caches that are not the call's
     totals.clear()
     tracemalloc.start()
@@ -436,3 +442,209 @@ def test_backward_with_dO_near_the_float_range(rng, backward, big):
         backward(
             Q * 1e3, K, V * 1e300, O * 1e300, dO * 1e300, al.attention_forward(Q * 1e3, K, V)[1]
         )
+
+
+def call_forward(a):
+    return al.attention_forward(a["Q"], a["K"], a["V"], **a.get("kw", {}))
+
+
+def call_attention(a):
+    return al.attention(a["Q"], a["K"], a["V"], **a.get("kw", {}))
+
+
+def call_backward(a):
+    return al.attention_backward(
+        a["Q"], a["K"], a["V"], a["O"], a["dO"], a["lse"], **a.get("kw", {})
+    )
+
+
+QKV_FUNCTIONS = [call_forward, call_attention, call_backward]
+
+KEYWORD_CASES = [
+    (dict(scale=0.0), r"scale must be a positive finite real number, got 0.0"),
+    (dict(scale=-1), r"scale must be a positive finite real number, got -1"),
+    (dict(scale=float("nan")), r"scale must be a positive finite real number, got nan"),
+    (dict(scale=float("inf")), r"scale must be a positive finite real number, got inf"),
+    (dict(scale="0.5"), r"scale must be a positive finite real number, got '0.5'"),
+    (
+        dict(mask=np.ones((4, 4), dtype=bool)),
+        r"mask must have shape \(n, m\) = \(4, 5\), got \(4, 4\)",
+    ),
+    (
+        dict(mask=np.ones((4, 5))),
+        r"mask must have a boolean dtype \(True = keep\), got dtype float64",
+    ),
+    (dict(mask=np.ones((4, 5), dtype=int)), r"mask must have a boolean dtype"),
+]
+
+
+@pytest.mark.parametrize("func", QKV_FUNCTIONS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kw,message", KEYWORD_CASES)
+def test_bad_scale_and_mask(qkv, func, kw, message):
+    qkv["kw"] = kw
+    with pytest.raises(AttnInputError, match=message):
+        func(qkv)
+
+
+BACKWARD_CASES = [
+    ("O", lambda a: a["O"][:3], r"O must have shape \(n, d_v\) = \(4, 2\), got \(3, 2\)"),
+    ("dO", lambda a: a["dO"][:, :1], r"dO must have shape \(n, d_v\) like O = \(4, 2\)"),
+    ("dO", lambda a: np.full_like(a["dO"], np.nan), r"dO must be finite"),
+    ("O", lambda a: a["O"].astype(np.int32), r"O must have a float32 or float64 dtype"),
+    ("lse", lambda a: a["lse"][:, None], r"lse must be 1-dimensional"),
+    ("lse", lambda a: a["lse"][:2], r"lse must have shape \(n,\) = \(4,\), got \(2,\)"),
+    ("lse", lambda a: np.full_like(a["lse"], np.inf), r"lse must be finite \(-inf, no NaN"),
+    ("lse", lambda a: np.full_like(a["lse"], np.nan), r"lse must be finite"),
+]
+
+
+@pytest.mark.parametrize("arg,make,message", BACKWARD_CASES)
+def test_bad_backward_inputs(qkv, arg, make, message):
+    qkv[arg] = make(qkv)
+    with pytest.raises(AttnInputError, match=message):
+        call_backward(qkv)
+
+
+@pytest.fixture
+def loss_args():
+    rng = np.random.default_rng(1)
+    n, d = 6, 3
+    return dict(
+        X=rng.standard_normal((d, d)),
+        A1=rng.standard_normal((n, d)),
+        A2=rng.standard_normal((n, d)),
+        A3=rng.standard_normal((n, d)),
+        Y=rng.standard_normal((d, d)),
+        E=rng.standard_normal((n, d)),
+    )
+
+
+LOSS_CASES = [
+    ("X", lambda a: a["X"][:2], r"X must have shape \(d, d\) = \(3, 3\), got \(2, 3\)"),
+    ("Y", lambda a: a["Y"].ravel(), r"Y must be 2-dimensional"),
+    ("A2", lambda a: a["A2"][:, :2], r"A2 must have d=3 columns like A1, got 2"),
+    ("A3", lambda a: a["A3"][:5], r"A3 must have m=6 rows like A2, got 5"),
+    ("E", lambda a: a["E"][:5], r"E must have shape \(n, d\) like A1 = \(6, 3\), got \(5, 3\)"),
+    ("A1", lambda a: a["A1"].astype(np.int8), r"A1 must have a float32 or float64 dtype"),
+    ("X", lambda a: np.full((3, 3), np.nan), r"X must be finite"),
+    ("A1", lambda a: np.zeros((0, 3)), r"A1 must be non-empty"),
+]
+
+
+@pytest.mark.parametrize("func", [al.attention_loss, al.attention_loss_grad])
+@pytest.mark.parametrize("arg,make,message", LOSS_CASES)
+def test_bad_loss_inputs(loss_args, func, arg, make, message):
+    loss_args[arg] = make(loss_args)
+    with pytest.raises(AttnInputError, match=message):
+        func(**loss_args)
+
+
+@pytest.mark.parametrize("batch,H,H_kv,n,m,d,d_v,causal", BATCHED_CASES)
+def test_batched_equals_two_dimensional_head_by_head(batch, H, H_kv, n, m, d, d_v, causal):
+    Q, K, V, dO = batched_qkv_dO(batch, H, H_kv, n, m, d, d_v)
+    g = H // H_kv
+    kw = dict(is_causal=causal, enable_gqa=g > 1)
+    O, lse = al.attention_forward(Q, K, V, **kw)
+    dQ, dK, dV = al.attention_backward(Q, K, V, O, dO, lse, **kw)
+    assert O.shape == (*batch, H, n, d_v) and lse.shape == (*batch, H, n)
+    assert dQ.shape == Q.shape and dK.shape == K.shape and dV.shape == V.shape
+    assert np.array_equal(al.attention(Q, K, V, **kw), O)
+    mask = np.tri(n, m, dtype=bool) if causal else None
+    dK_ref, dV_ref = np.zeros_like(K), np.zeros_like(V)
+    for b in np.ndindex(*batch):
+        for h in range(H):
+            i, kv = (*b, h), (*b, h // g)
+            o, ls = al.attention_forward(Q[i], K[kv], V[kv], mask=mask)
+            assert np.array_equal(O[i], o) and np.array_equal(lse[i], ls)
+            dq, dk, dv = al.attention_backward(Q[i], K[kv], V[kv], o, dO[i], ls, mask=mask)
+            assert np.array_equal(dQ[i], dq)
+            dK_ref[kv] += dk
+            dV_ref[kv] += dv
+    assert np.abs(dK - dK_ref).max() <= 1e-13 and np.abs(dV - dV_ref).max() <= 1e-13
+
+
+def test_is_causal_in_two_dimensions_equals_the_causal_mask():
+    Q, K, V, dO = batched_qkv_dO((), 1, 1, 6, 8, 3, 2)
+    Q, K, V, dO = Q[0], K[0], V[0], dO[0]
+    mask = np.tri(6, 8, dtype=bool)
+    O, lse = al.attention_forward(Q, K, V, is_causal=True)
+    O_ref, lse_ref = al.attention_forward(Q, K, V, mask=mask)
+    assert np.array_equal(O, O_ref) and np.array_equal(lse, lse_ref)
+    got = al.attention_backward(Q, K, V, O, dO, lse, is_causal=True)
+    want = al.attention_backward(Q, K, V, O, dO, lse, mask=mask)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_batched_mask_broadcasts():
+    Q, K, V, _ = batched_qkv_dO((2,), 2, 2, 4, 5, 3, 3)
+    keep = np.random.default_rng(1).random((4, 5)) > 0.3
+    O, _ = al.attention_forward(Q, K, V, mask=keep)
+    for b in range(2):
+        for h in range(2):
+            assert np.array_equal(O[b, h], al.attention(Q[b, h], K[b, h], V[b, h], mask=keep))
+
+
+BAD = [
+    (lambda Q, K, V: (Q, K[..., 0, :, :], V), {}, r"K must have 4 dimensions"),
+    (lambda Q, K, V: (Q, K[:1], V[:1]), {}, r"K must have Q's batch dimensions"),
+    (lambda Q, K, V: (Q, K[..., :2], V), {}, r"K must have d=3 columns like Q"),
+    (lambda Q, K, V: (Q, K, V[..., :4, :]), {}, r"V must have \(H_kv, m\)"),
+    (lambda Q, K, V: (Q, K[:, :1], V[:, :1]), {}, r"enable_gqa=True"),
+    (lambda Q, K, V: (Q[:, :3], K[:, :2], V[:, :2]), dict(enable_gqa=True), r"multiple"),
+    (lambda Q, K, V: (Q, K, V), dict(enable_gqa="yes"), r"enable_gqa must be a bool"),
+    (lambda Q, K, V: (Q, K, V), dict(is_causal=1, enable_gqa=True), r"is_causal must be a bool"),
+    (
+        lambda Q, K, V: (Q, K, V),
+        dict(is_causal=True, mask=np.ones((4, 5), bool), enable_gqa=True),
+        r"mask and is_causal",
+    ),
+    (
+        lambda Q, K, V: (Q, K, V),
+        dict(mask=np.ones((3, 5), bool), enable_gqa=True),
+        r"mask must be broadcastable",
+    ),
+    (
+        lambda Q, K, V: (Q, K, V),
+        dict(mask=np.ones((4, 5)), enable_gqa=True),
+        r"mask must have a boolean dtype",
+    ),
+    (lambda Q, K, V: (Q * np.nan, K, V), {}, r"Q must be finite"),
+]
+
+
+@pytest.mark.parametrize("make,kw,message", BAD)
+@pytest.mark.parametrize("func", ["forward", "backward"])
+def test_batched_input_errors(make, kw, message, func):
+    Q, K, V, dO = batched_qkv_dO((2,), 4, 2, 4, 5, 3, 3)
+    Q, K, V = make(Q, K, V)
+    with pytest.raises(AttnInputError, match=message):
+        if func == "forward":
+            al.attention_forward(Q, K, V, **kw)
+        else:
+            al.attention_backward(Q, K, V, dO, dO, dO[..., 0], **kw)
+
+
+def test_batched_backward_shape_errors():
+    Q, K, V, dO = batched_qkv_dO((2,), 4, 2, 4, 5, 3, 3)
+    O, lse = al.attention_forward(Q, K, V, enable_gqa=True)
+    with pytest.raises(AttnInputError, match=r"dO must have shape \(\.\.\., H, n, d_v\)"):
+        al.attention_backward(Q, K, V, O, dO[..., :2], lse, enable_gqa=True)
+    with pytest.raises(AttnInputError, match=r"lse must have shape \(\.\.\., H, n\)"):
+        al.attention_backward(Q, K, V, O, dO, lse[..., :2], enable_gqa=True)
+
+
+@pytest.mark.parametrize("batch,H,H_kv,n,m,d,d_v,causal", BATCHED_CASES)
+def test_matches_pytorch_sdpa(batch, H, H_kv, n, m, d, d_v, causal):
+    torch = pytest.importorskip("torch")
+    Q, K, V, dO = batched_qkv_dO(batch, H, H_kv, n, m, d, d_v)
+    kw = dict(is_causal=causal, enable_gqa=H != H_kv)
+    O, lse = al.attention_forward(Q, K, V, **kw)
+    dQ, dK, dV = al.attention_backward(Q, K, V, O, dO, lse, **kw)
+    q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    o.backward(torch.tensor(dO))
+    # float64 on both sides: agreement to round-off (FA2's rule compares against a
+    # reference at the same precision)
+    for ours, theirs in [(O, o), (dQ, q.grad), (dK, k.grad), (dV, v.grad)]:
+        theirs = theirs.detach().numpy()
+        assert np.abs(ours - theirs).max() <= 1e-12 * max(1.0, np.abs(theirs).max())

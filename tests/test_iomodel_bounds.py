@@ -3,8 +3,7 @@
 Checked here: exact values on hand-computed cases, the two branches and where they meet
 (M = d², where both equal n²), the backward bound's lower-order option, the sparse bound's
 recovery of the dense one, monotonicity, every bad input, and the sparse bound against
-block-sparse FlashAttention's counts (which drop in proportion to the kept blocks and never
-go below it).
+block-sparse FlashAttention's counts, which never go below it.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import SPARSE_BLOCK_CASES, sparse_block_grid, thin_block_cover
 
 import attnlib as al
 from attnlib import AttnInputError
@@ -30,7 +30,7 @@ from attnlib.iomodel.bounds import (
     matmul_lower_bound,
     sparse_lower_bound,
 )
-from attnlib.nbtools import loglog_slope
+from attnlib.measure import loglog_slope
 
 # ---- values --------------------------------------------------------------------------------
 
@@ -171,73 +171,14 @@ def test_numpy_integers_accepted():
 
 # ---- the sparse bound against block-sparse FlashAttention's counts ----------------------------
 # flash_backward's ``block_mask`` skips empty blocks (attnlib.iomodel.flash). Its count is a
-# function of the kept blocks; here we check that it drops in proportion to them and never goes
-# below sparse_lower_bound(Z_in = nd, Z_QK = kept scores, M).
-
-SPARSE_CASES = [(64, 2000), (64, 30000), (64, 200000), (128, 100000), (32, 10**6)]
+# function of the kept blocks (test_iomodel_flash.py checks that it drops in proportion to
+# them); here, that it never goes below sparse_lower_bound(Z_in = nd, Z_QK = kept scores, M).
 
 
-def _grid(d, M):
-    """n divisible by both block sizes, so every block is full; the dense block grid."""
-    B_r, B_c = flash_backward_blocks(d, M)
-    n = B_r * B_c * max(1, 4096 // (B_r * B_c))
-    return n, B_r, B_c, n // B_r, n // B_c
-
-
-def _cover(T_r, T_c):
-    """A thin block pattern with every block row and column non-empty (a 'diagonal')."""
-    base = np.zeros((T_r, T_c), dtype=bool)
-    base[np.arange(T_r), np.arange(T_r) * T_c // T_r] = True
-    base[np.arange(T_c) * T_r // T_c, np.arange(T_c)] = True
-    return base
-
-
-@pytest.mark.parametrize("d,M", SPARSE_CASES)
-def test_block_sparse_count_is_affine_in_kept_blocks(d, M):
-    n, B_r, B_c, T_r, T_c = _grid(d, M)
-    rng = np.random.default_rng(d + M)
-    bm = _cover(T_r, T_c)
-    # every extra kept block costs the same: one visit of a query block, B_r(4d + 2) words
-    # (Q_i, dO_i, lse_i, D_i and dQ_i read, dQ_i written)
-    step = B_r * (4 * d + 2)
-    total = flash_backward_count(n, d, M, block_mask=bm).total
-    for k in rng.permutation(T_r * T_c)[:40]:
-        i, j = divmod(int(k), T_c)
-        if bm[i, j]:
-            continue
-        bm[i, j] = True
-        new = flash_backward_count(n, d, M, block_mask=bm).total
-        assert new - total == step
-        total = new
-
-
-@pytest.mark.parametrize("d,M", SPARSE_CASES)
-def test_block_sparse_count_drops_in_proportion(d, M):
-    n, B_r, B_c, T_r, T_c = _grid(d, M)
-    full = flash_backward_count(n, d, M).total
-    assert flash_backward_count(n, d, M, block_mask=np.ones((T_r, T_c), bool)).total == full
-    # the part that does not scale with the kept blocks: K, V read and dK, dV written once,
-    # D's pass, dQ's zero rows: what the count keeps with z = (the cover) blocks, minus them
-    base = _cover(T_r, T_c)
-    z0 = int(base.sum())
-    fixed = flash_backward_count(n, d, M, block_mask=base).total - z0 * B_r * (4 * d + 2)
-    assert 0 < fixed < 0.1 * full  # at full density, under a tenth of the count
-    rng = np.random.default_rng(M)
-    order = rng.permutation(T_r * T_c)
-    for frac in (1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0):
-        bm = base.copy()
-        bm.flat[order[: int(frac * T_r * T_c)]] = True
-        z = int(bm.sum())
-        total = flash_backward_count(n, d, M, block_mask=bm).total
-        # exactly proportional once the fixed part is taken out
-        assert total - fixed == z * (full - fixed) // (T_r * T_c)
-        assert total >= full * z / (T_r * T_c)
-
-
-@pytest.mark.parametrize("d,M", SPARSE_CASES)
+@pytest.mark.parametrize("d,M", SPARSE_BLOCK_CASES)
 def test_block_sparse_count_never_below_the_sparse_bound(d, M):
-    n, B_r, B_c, T_r, T_c = _grid(d, M)
-    base = _cover(T_r, T_c)
+    n, B_r, B_c, T_r, T_c = sparse_block_grid(d, M)
+    base = thin_block_cover(T_r, T_c)
     rng = np.random.default_rng(7 * M)
     order = rng.permutation(T_r * T_c)
     ratios = []
@@ -278,3 +219,9 @@ def test_simulated_block_sparse_run_respects_the_bound(rng):
     *_, count = flash_backward(Q, K, V, O, dO, lse, M=M, block_mask=bm)
     assert count == flash_backward_count(n, d, M, block_mask=bm)
     assert count.total >= sparse_lower_bound(n * d, int(mask.sum()), M)
+
+
+def test_the_backward_bound_at_M_equal_d_squared_is_n_squared():
+    # at M = d² the bound is n²; our count there is within the stated backward band's reach
+    n, d = 1024, 32
+    assert math.isclose(backward_lower_bound(n, d, d * d), n * n)

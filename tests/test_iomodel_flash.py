@@ -1,52 +1,21 @@
-"""FlashAttention and standard attention on the machine: numerics against attnlib.exact,
-simulated counts equal to the closed forms, capacity, block sparsity and asymptotics."""
+"""FlashAttention on the machine (attnlib.iomodel.flash): counts by hand, explicit blocks,
+capacity, block sparsity (its count affine in the kept blocks and in proportion to them), the
+refusals, stability and asymptotics. Every simulated count against its closed form, with the
+results against the exact core, is in test_iomodel_twins.py; the block rules are in
+test_iomodel_blocks.py."""
 
 import numpy as np
 import pytest
+from helpers import SPARSE_BLOCK_CASES, random_qkv_dO, sparse_block_grid, thin_block_cover
 from helpers import assert_close as _close
-from helpers import random_qkv_dO
 
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import iomodel as io
-from attnlib.nbtools import loglog_slope
-
-# (n, m, d, d_v): n = 1, n ≠ m, d_v ≠ d, sizes not divisible by the blocks, d_v > 2d + 2
-# (where the D pass needs its own smaller row block).
-SHAPES = [
-    (1, 1, 1, 1),
-    (2, 3, 1, 1),
-    (7, 7, 3, 3),
-    (13, 9, 5, 2),
-    (31, 31, 2, 2),
-    (40, 33, 8, 8),
-    (20, 20, 1, 8),
-    (64, 64, 16, 16),
-    (100, 100, 4, 4),
-    (150, 131, 32, 32),
-    (257, 257, 1, 1),
-    (300, 300, 64, 64),
-    (300, 211, 7, 11),
-]
-
-
-def _levels(n, m, d, d_v):
-    """M from the backward's minimum to beyond n·(d + d_v), thinned where the simulation would
-    take more than ~3000 block steps (the closed forms are checked there by the asymptotics)."""
-    lo = io.flash_backward_min_M(d, d_v=d_v)
-    out = []
-    for M in sorted({lo, 5 * lo, 6 * d * d + 20 * d, n * d + 1, 3 * n * (d + d_v) + 50}):
-        if M < lo:
-            continue
-        br, bc = io.flash_backward_blocks(d, M, d_v=d_v)
-        fr, fc = io.flash_forward_blocks(d, M, d_v=d_v)
-        steps = -(-n // br) * -(-m // bc) + 3 * -(-n // fr) * -(-m // fc)
-        if steps <= 3000:
-            out.append(M)
-    return out
-
-
-GRID = [(n, m, d, d_v, M) for (n, m, d, d_v) in SHAPES for M in _levels(n, m, d, d_v)]
+from attnlib.iomodel import (
+    flash_backward_count,
+)
+from attnlib.measure import loglog_slope
 
 
 def _inputs(n, m, d, d_v, seed, scale=1.0):
@@ -54,62 +23,14 @@ def _inputs(n, m, d, d_v, seed, scale=1.0):
     return random_qkv_dO(rng, n, m, d, d_v, q_scale=scale, k_scale=scale)
 
 
-def test_grid_covers_the_required_ranges():
-    assert len(GRID) >= 30
-    ns = [g[0] for g in GRID]
-    ds = [g[2] for g in GRID]
-    assert min(ns) == 1 and max(ns) == 300 and min(ds) == 1 and max(ds) == 64
-    assert any(M == io.flash_backward_min_M(d, d_v=dv) for (_, _, d, dv, M) in GRID)
-    assert any(M > n * (d + dv) for (n, _, d, dv, M) in GRID)
-
-
-@pytest.mark.parametrize("n,m,d,d_v,M", GRID)
-def test_counts_equal_closed_forms_and_outputs_equal_exact(n, m, d, d_v, M):
-    Q, K, V, dO = _inputs(n, m, d, d_v, seed=n + 7 * m + 31 * d + M)
-    O_ref, lse_ref = al.attention_forward(Q, K, V)
-    grads_ref = al.attention_backward(Q, K, V, O_ref, dO, lse_ref)
-    kw = dict(m=m, d_v=d_v)
-
-    O, lse, c = io.flash_forward(Q, K, V, M=M)
-    _close(O, O_ref)
-    _close(lse, lse_ref)
-    assert c == io.flash_forward_count(n, d, M, **kw)
-    assert c.peak_fast <= M
-
-    *grads, c = io.flash_backward(Q, K, V, O_ref, dO, lse_ref, M=M)
-    for g, r in zip(grads, grads_ref, strict=True):
-        _close(g, r)
-    assert c == io.flash_backward_count(n, d, M, **kw)
-    assert c.peak_fast <= M
-
-    O, lse, c = io.standard_forward(Q, K, V, M=M)
-    _close(O, O_ref)
-    _close(lse, lse_ref)
-    assert c == io.standard_forward_count(n, d, M, **kw)
-    assert c.peak_fast <= M
-
-    *grads, c = io.standard_backward(Q, K, V, O_ref, dO, lse_ref, M=M)
-    for g, r in zip(grads, grads_ref, strict=True):
-        _close(g, r)
-    assert c == io.standard_backward_count(n, d, M, **kw)
-    assert c.peak_fast <= M
-
-
 @pytest.mark.parametrize("n,m,d,d_v", [(1, 1, 1, 1), (9, 5, 3, 2), (17, 23, 4, 4)])
-def test_forward_schedules_run_at_the_forward_minimum(n, m, d, d_v):
+def test_the_forward_minimum_runs_the_forward_passes_only(n, m, d, d_v):
     M = io.flash_forward_min_M(d, d_v=d_v)
     assert M == 2 * (d + d_v) + 3
     Q, K, V, _ = _inputs(n, m, d, d_v, seed=3)
     O_ref, lse_ref = al.attention_forward(Q, K, V)
-    for run, count in [
-        (io.flash_forward, io.flash_forward_count),
-        (io.standard_forward, io.standard_forward_count),
-    ]:
-        O, lse, c = run(Q, K, V, M=M)
-        _close(O, O_ref)
-        _close(lse, lse_ref)
-        assert c == count(n, d, M, m=m, d_v=d_v)
-        assert c.peak_fast <= M
+    for run in (io.flash_forward, io.standard_forward):
+        assert run(Q, K, V, M=M)[-1].peak_fast <= M
     lo_b = io.flash_backward_min_M(d, d_v=d_v)
     assert lo_b == M + (d + d_v) + d + 1
     with pytest.raises(AttnInputError, match=f"M must be at least {lo_b} words"):
@@ -130,39 +51,6 @@ def test_counts_by_hand():
     # D pass 2·8·2; K, V once 8·4; 4 key blocks × 8 rows × (Q, dO, dQ 2 each + lse, D),
     # minus the first visit's dQ (8·2). Writes: D 8; dK, dV 32; dQ 4 × 16.
     assert (b.reads, b.writes, b.peak_fast) == (32 + 32 + 4 * 8 * 8 - 16, 8 + 32 + 64, 40)
-
-
-def test_block_rules_fit_and_are_largest():
-    for d, d_v in [(1, 1), (3, 3), (8, 8), (5, 17), (64, 64)]:
-        for M in range(io.flash_backward_min_M(d, d_v=d_v), 12 * d * d + 40 * d + 300, 5):
-            r, c = io.flash_backward_blocks(d, M, d_v=d_v)
-            assert r == min(c, d)
-            assert io.flash_backward_working_set(r, c, d, d_v) <= M
-            assert io.flash_backward_working_set(min(c + 1, d), c + 1, d, d_v) > M
-        for M in range(io.flash_forward_min_M(d, d_v=d_v), 12 * d * d + 40 * d + 300, 5):
-            r, c = io.flash_forward_blocks(d, M, d_v=d_v)
-            assert c == min(r, d)
-            assert io.flash_forward_working_set(r, c, d, d_v) <= M
-            assert io.flash_forward_working_set(r + 1, min(r + 1, d), d, d_v) > M
-
-
-def test_fa1_rule_overfills_and_the_machine_catches_it():
-    for d in (1, 4, 16, 64):
-        for M in (d * d, 4 * d * d, 16 * d * d, 64 * d * d, 4 * d * d + 3):
-            r, c = io.fa1_blocks(d, M)
-            assert c == -(-M // (4 * d)) and r == min(c, d)
-            # K_j, V_j, dK_j and dV_j alone take 4·B_c·d >= M words.
-            assert io.flash_backward_working_set(r, c, d) > M
-    d, M = 4, 64
-    Q, K, V, dO = _inputs(32, 32, d, d, seed=5)
-    O, lse = al.attention_forward(Q, K, V)
-    with pytest.raises(io.CapacityError, match="> M = 64"):
-        io.flash_backward(Q, K, V, O, dO, lse, M=M, blocks=io.fa1_blocks(d, M))
-    with pytest.raises(io.CapacityError, match="> M = 64"):  # W_f(4, 4) = 40 + 32 + 16 = 88
-        io.flash_forward(Q, K, V, M=M, blocks=io.fa1_blocks(d, M))
-    # Our blocks at the same M fit, and the closed form says by how much FA1's overfill.
-    assert io.flash_backward(Q, K, V, O, dO, lse, M=M)[-1].peak_fast <= M
-    assert io.flash_backward_count(32, d, M, blocks=io.fa1_blocks(d, M)).peak_fast > M
 
 
 def test_explicit_blocks_are_used_as_given():
@@ -214,6 +102,15 @@ def test_inputs_are_not_modified():
     io.flash_backward(Q, K, V, O, dO, lse, M=100)
     io.standard_backward(Q, K, V, O, dO, lse, M=100)
     for a, b in zip((Q, K, V, O, dO, lse), copies, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # heads, packed group by group into slow memory: from copies, never in place
+    heads = (np.stack([Q, 2 * Q]), K[None], V[None], np.stack([dO, dO]))
+    O, lse = al.attention_forward(*heads[:3], enable_gqa=True, is_causal=True)
+    copies = [x.copy() for x in (*heads, O, lse)]
+    kw = dict(M=100, enable_gqa=True, is_causal=True)
+    io.flash_forward(*heads[:3], **kw)
+    io.flash_backward(*heads[:3], O, heads[3], lse, **kw)
+    for a, b in zip((*heads, O, lse), copies, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -330,20 +227,6 @@ def test_flash_forward_slope_and_band_against_the_lower_bound(n, d):
     assert 6 <= ratio.min() and ratio.max() <= 11, (ratio.min(), ratio.max())
 
 
-def test_standard_pays_n_squared_and_flash_beats_it_once_M_exceeds_2d2():
-    n, d = 4096, 64
-    prev = (1.0, 1.0)
-    for k in (2, 4, 16, 64):
-        M = k * d * d
-        sf, sb = io.standard_forward_count(n, d, M), io.standard_backward_count(n, d, M)
-        assert sf.total >= 5 * n * n and sb.total >= 8 * n * n  # 3nm + 2nm, 5nm + 3nm
-        rf = io.flash_forward_count(n, d, M).total / sf.total
-        rb = io.flash_backward_count(n, d, M).total / sb.total
-        assert rf < 1 and rb < 1 and rf < prev[0] and rb < prev[1]
-        prev = (rf, rb)
-    assert prev[0] < 0.05 and prev[1] < 0.1
-
-
 # ---- bad inputs --------------------------------------------------------------------------
 
 
@@ -398,6 +281,48 @@ BAD_INPUTS = [
         lambda a: _bwd(io.flash_backward, a, M=100, block_mask=np.ones((1, 1))),
         "block_mask must have a boolean dtype",
     ),
+    (
+        lambda a: _fwd(io.flash_forward, a, M=100, is_causal=True, mask=np.ones((6, 5), bool)),
+        r"^mask and is_causal=True cannot be given together",
+    ),
+    (
+        lambda a: _bwd(io.flash_backward, a, M=100, is_causal=1),
+        "is_causal must be a bool",
+    ),
+    (
+        lambda a: io.flash_forward(
+            *(np.stack([a[x], a[x]]) for x in "QKV"), M=100, mask=np.ones((6, 5), bool)
+        ),
+        r"^mask is for one head, Q \(n, d\): got H = 2 heads",
+    ),
+    (
+        lambda a: io.flash_forward(a["Q"][None], a["K"], a["V"], M=100),
+        r"K must have 3 dimensions",
+    ),
+    (
+        lambda a: io.flash_forward(
+            np.stack([a["Q"]] * 3), a["K"][None], a["V"][None], M=100, enable_gqa="yes"
+        ),
+        "enable_gqa must be a bool",
+    ),
+    (
+        lambda a: io.flash_forward(np.stack([a["Q"]] * 3), a["K"][None], a["V"][None], M=100),
+        r"pass enable_gqa=True",
+    ),
+    (
+        lambda a: io.flash_forward(
+            a["Q"][None, None], a["K"][None, None], a["V"][None, None], M=100
+        ),
+        r"^Q must be \(n, d\) or \(H, n, d\)",
+    ),
+    (lambda a: io.flash_forward_count(4, 2, 100, H=6, H_kv=4, enable_gqa=True), "multiple"),
+    (lambda a: io.flash_backward_count(4, 2, 100, H=2, H_kv=1), r"pass enable_gqa=True"),
+    (lambda a: io.flash_forward_count(4, 2, 100, H=0), "H must be an integer >= 1"),
+    (
+        lambda a: io.flash_forward_count(4, 2, 100, H=2, block_mask=np.ones((1, 1), bool)),
+        r"^block_mask is for one head",
+    ),
+    (lambda a: io.flash_backward_count(4, 2, 100, is_causal="no"), "is_causal must be a bool"),
     (lambda a: io.flash_forward_count(0, 2, 100), "n must be an integer >= 1"),
     (lambda a: io.flash_backward_count(4, 2, 100, d_v=0), "d_v must be an integer >= 1"),
     (lambda a: io.standard_forward_count(4, 2, 100, m=-2), "m must be an integer >= 1"),
@@ -460,28 +385,37 @@ def _three_level_backward(Q, K, V, O, dO, lse, **kw):
     return hierarchy.flash_backward_three_level(Q, K, V, O, dO, lse, M=4096, M_l2=8192)
 
 
+def _heads(*arrays, copies=1):
+    """The arrays with a head axis: one head, or ``copies`` equal heads."""
+    return [np.repeat(x[None], copies, axis=0) for x in arrays]
+
+
 OVERFLOWING_RUNS = {
     "flash_forward": lambda Q, K: io.flash_forward(Q, K, _V3, M=4096),
-    "flash_forward_causal": lambda Q, K: io.flash_forward_causal(Q, K, _V3, M=4096),
+    "flash_forward(is_causal)": lambda Q, K: io.flash_forward(Q, K, _V3, M=4096, is_causal=True),
     "standard_forward": lambda Q, K: io.standard_forward(Q, K, _V3, M=4096),
     "smallcache_forward": lambda Q, K: io.smallcache_forward(Q, K, _V3, M=64),
     "smallcache_forward_unshifted": lambda Q, K: io.smallcache_forward(
         Q, K, _V3, M=64, unshifted=True
     ),
     "three_level_forward": lambda Q, K: _three_level_forward(Q, K, _V3, M=4096),
-    "gqa_forward": lambda Q, K: io.gqa_flash_forward(Q[None], K[None], _V3[None], M=4096),
-    "gqa_forward_by_head": lambda Q, K: io.gqa_flash_forward(
-        Q[None], K[None], _V3[None], M=4096, grouped=False
+    "gqa_forward": lambda Q, K: io.flash_forward(
+        *_heads(Q, copies=2), *_heads(K, _V3), M=4096, enable_gqa=True
     ),
+    "multihead_forward": lambda Q, K: io.flash_forward(*_heads(Q, K, _V3, copies=2), M=4096),
     "flash_backward": lambda Q, K: io.flash_backward(Q, K, _V3, _O4, _O4, _LSE4, M=4096),
-    "flash_backward_causal": lambda Q, K: io.flash_backward_causal(
-        Q, K, _V3, _O4, _O4, _LSE4, M=4096
+    "flash_backward(is_causal)": lambda Q, K: io.flash_backward(
+        Q, K, _V3, _O4, _O4, _LSE4, M=4096, is_causal=True
     ),
     "standard_backward": lambda Q, K: io.standard_backward(Q, K, _V3, _O4, _O4, _LSE4, M=4096),
     "smallcache_backward": lambda Q, K: io.smallcache_backward(Q, K, _V3, _O4, _O4, _LSE4, M=64),
     "three_level_backward": lambda Q, K: _three_level_backward(Q, K, _V3, _O4, _O4, _LSE4),
-    "gqa_backward": lambda Q, K: io.gqa_flash_backward(
-        Q[None], K[None], _V3[None], _O4[None], _O4[None], _LSE4[None], M=4096
+    "gqa_backward": lambda Q, K: io.flash_backward(
+        *_heads(Q, copies=2),
+        *_heads(K, _V3),
+        *_heads(_O4, _O4, _LSE4, copies=2),
+        M=4096,
+        enable_gqa=True,
     ),
 }
 
@@ -506,11 +440,15 @@ def test_a_float32_pair_run_in_float64_is_not_refused():
     assert O.dtype == np.float64 and np.isfinite(lse).all()
 
 
-def test_decode_refuses_overflowing_logits_naming_q():
-    q = np.full((2, 4), 1e200)
-    K = np.full((1, 3, 4), 1e200)
-    with pytest.raises(AttnInputError, match=r"overflow.*the argument q"):
-        io.decode_forward(q, K, np.ones((1, 3, 2)), M=4096)
+def test_a_group_of_heads_refuses_overflowing_logits_of_its_own():
+    """Each group's logits are checked against its own K: the second group overflows."""
+    Q = np.ones((2, 3, 4))
+    K = np.stack([np.ones((3, 4)), np.full((3, 4), 1e200)])
+    Q[1] *= 1e200
+    with pytest.raises(AttnInputError, match=r"overflow float64.*Q, K or scale"):
+        io.flash_forward(Q, K, np.ones((2, 3, 2)), M=4096)
+    Q[1] /= 1e200  # then every logit fits
+    assert np.isfinite(io.flash_forward(Q, K, np.ones((2, 3, 2)), M=4096)[1]).all()
 
 
 def test_logits_just_inside_the_range_still_run():
@@ -524,25 +462,6 @@ def test_logits_just_inside_the_range_still_run():
         O2, lse2, _ = run(Q, K, V, M=4096, scale=1.0)
         _close(O2, O)
         _close(lse2, lse)
-
-
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # then refused
-def test_smallcache_refuses_a_partial_sum_that_overflows_over_column_tiles():
-    """The whole dot product is finite (the check before the run passes), but summed over
-    column tiles of width b = 2 the partial (0.9 + 0.9)·10³⁰⁸ overflows; with b = 1 the
-    order is the dot product's and the run is exact."""
-    Q = np.array([[-1e308, 0.0, 0.9e308, 0.9e308]])
-    K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
-    V = np.ones((2, 1))
-    O, lse = al.attention_forward(Q, K, V, scale=1.0)
-    O1, lse1, _ = io.smallcache_forward(Q, K, V, M=5, scale=1.0)  # b = 1
-    _close(O1, O)
-    _close(lse1, lse)
-    assert io.smallcache_forward_tile(16) == 2 and io.smallcache_backward_tile(24) == 2
-    with pytest.raises(AttnInputError, match="column tiles of width b = 2"):
-        io.smallcache_forward(Q, K, V, M=16, scale=1.0)
-    with pytest.raises(AttnInputError, match="column tiles of width b = 2"):
-        io.smallcache_backward(Q, K, V, O, np.ones((1, 1)), lse, M=24, scale=1.0)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -611,7 +530,50 @@ def test_causal_runs_accept_blocks_longer_than_the_inputs():
     mask = io.causal_mask(3)
     O, lse = al.attention_forward(Q, K, V, mask=mask)
     for M in (10**400, 4096):
-        O2, lse2, count = io.flash_forward_causal(Q, K, V, M=M, blocks=(10**400, 10**400))
+        blocks = (10**400, 10**400)
+        O2, lse2, count = io.flash_forward(Q, K, V, M=M, blocks=blocks, is_causal=True)
         _close(O2, O)
-        assert count == io.flash_forward_causal_count(3, 2, M, blocks=(10**400, 10**400))
+        assert count == io.flash_forward_count(3, 2, M, blocks=blocks, is_causal=True)
     assert io.flash_block_mask(mask, (10**400, 10**400)).tolist() == [[True]]
+
+
+@pytest.mark.parametrize("d,M", SPARSE_BLOCK_CASES)
+def test_block_sparse_count_is_affine_in_kept_blocks(d, M):
+    n, B_r, B_c, T_r, T_c = sparse_block_grid(d, M)
+    rng = np.random.default_rng(d + M)
+    bm = thin_block_cover(T_r, T_c)
+    # every extra kept block costs the same: one visit of a query block, B_r(4d + 2) words
+    # (Q_i, dO_i, lse_i, D_i and dQ_i read, dQ_i written)
+    step = B_r * (4 * d + 2)
+    total = flash_backward_count(n, d, M, block_mask=bm).total
+    for k in rng.permutation(T_r * T_c)[:40]:
+        i, j = divmod(int(k), T_c)
+        if bm[i, j]:
+            continue
+        bm[i, j] = True
+        new = flash_backward_count(n, d, M, block_mask=bm).total
+        assert new - total == step
+        total = new
+
+
+@pytest.mark.parametrize("d,M", SPARSE_BLOCK_CASES)
+def test_block_sparse_count_drops_in_proportion(d, M):
+    n, B_r, B_c, T_r, T_c = sparse_block_grid(d, M)
+    full = flash_backward_count(n, d, M).total
+    assert flash_backward_count(n, d, M, block_mask=np.ones((T_r, T_c), bool)).total == full
+    # the part that does not scale with the kept blocks: K, V read and dK, dV written once,
+    # D's pass, dQ's zero rows: what the count keeps with z = (the cover) blocks, minus them
+    base = thin_block_cover(T_r, T_c)
+    z0 = int(base.sum())
+    fixed = flash_backward_count(n, d, M, block_mask=base).total - z0 * B_r * (4 * d + 2)
+    assert 0 < fixed < 0.1 * full  # at full density, under a tenth of the count
+    rng = np.random.default_rng(M)
+    order = rng.permutation(T_r * T_c)
+    for frac in (1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0):
+        bm = base.copy()
+        bm.flat[order[: int(frac * T_r * T_c)]] = True
+        z = int(bm.sum())
+        total = flash_backward_count(n, d, M, block_mask=bm).total
+        # exactly proportional once the fixed part is taken out
+        assert total - fixed == z * (full - fixed) // (T_r * T_c)
+        assert total >= full * z / (T_r * T_c)

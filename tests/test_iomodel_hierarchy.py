@@ -8,8 +8,8 @@ import pytest
 import attnlib as al
 from attnlib import AttnInputError
 from attnlib import iomodel as io
+from attnlib import machines as mc
 from attnlib.iomodel import hierarchy as hy
-from attnlib.iomodel import roofline as rf
 
 # (n, m, d, d_v): n = 1, n ≠ m, d_v ≠ d, sizes that the blocks do not divide.
 SHAPES = [(1, 1, 1, 1), (5, 7, 2, 2), (16, 16, 4, 4), (33, 20, 4, 3), (48, 48, 8, 8)]
@@ -90,7 +90,7 @@ def test_no_l2_is_the_two_level_model_and_a_full_l2_reads_each_input_once(which)
 def test_resident_rows_grow_in_whole_blocks_and_stop_at_n():
     n, d, M = 100, 4, 300
     B_c = io.flash_forward_blocks(d, M)[1]
-    rows = [hy.l2_resident_rows(n, d, M, M + k) for k in range(0, 2000, 7)]
+    rows = [hy._resident_rows(n, d, M, M + k) for k in range(0, 2000, 7)]
     assert all(r % B_c == 0 or r == n for r in rows)
     assert rows == sorted(rows) and rows[0] == 0 and rows[-1] == n
 
@@ -99,7 +99,7 @@ def test_l2_absorption_of_the_presets():
     """The numbers the roofline section quotes: one head's K, V fit every preset's L2 up to
     n = 16k at d = 128; shared among the heads in flight, the H100 and A100 L2 absorb about
     half of the forward's re-streaming at n = 64k, the MI300X's 256 MiB all of it."""
-    for device in rf.GPUS:
+    for device in mc.GPUS:
         for d in (64, 128):
             for n in (4096, 16384, 65536):
                 one = hy.l2_absorption(device, n, d)
@@ -108,25 +108,29 @@ def test_l2_absorption_of_the_presets():
                 assert 0.0 <= shared.fraction <= one.fraction <= 1.0
                 if n <= 16384:
                     assert one.fraction == 1.0
-    h100 = hy.l2_absorption(rf.H100_SXM5, 65536, 128, shared=True)
+    h100 = hy.l2_absorption(mc.H100_SXM5, 65536, 128, shared=True)
     assert 0.4 < h100.fraction < 0.6
-    assert hy.l2_absorption(rf.MI300X, 65536, 128, shared=True).fraction == 1.0
+    assert hy.l2_absorption(mc.MI300X, 65536, 128, shared=True).fraction == 1.0
 
 
 def test_heads_sharing_l2_counts_a_window_of_blocks():
     # One block per head (n <= B_r): every SM runs a different head.
-    assert hy.heads_sharing_l2(rf.H100_SXM5, 16, 64) == rf.H100_SXM5.sms
+    assert hy.heads_sharing_l2(mc.H100_SXM5, 16, 64) == mc.H100_SXM5.sms
     # Many blocks per head: the SMs' window spans two heads at most.
-    assert hy.heads_sharing_l2(rf.H100_SXM5, 2**22, 64) == 2
+    assert hy.heads_sharing_l2(mc.H100_SXM5, 2**22, 64) == 2
+    # the word size sets the on-chip M, so the blocks and the window: float32 halves M
+    assert hy.heads_sharing_l2(mc.H100_SXM5, 2**22, 64, dtype="float32") == 2
+    with pytest.raises(AttnInputError, match="^dtype must be one of"):
+        hy.heads_sharing_l2(mc.H100_SXM5, 16, 64, dtype="bf16")
 
 
 def test_bad_arguments():
     with pytest.raises(AttnInputError, match="M_l2"):
         hy.flash_forward_three_level_count(16, 4, 120, 119)
     with pytest.raises(AttnInputError, match="which"):
-        hy.l2_resident_rows(16, 4, 120, 400, which="sideways")
+        hy._resident_rows(16, 4, 120, 400, which="sideways")
     with pytest.raises(AttnInputError, match="device"):
         hy.l2_absorption("H100", 4096, 64)
-    cpu = rf.Device(name="cpu", bandwidth=1e10, peak_bf16=None, peak_fp32=1e11)
+    cpu = mc.Device(name="cpu", bandwidth=1e10, peak_bfloat16=None, peak_float32=1e11)
     with pytest.raises(AttnInputError, match="cache|shared memory"):
         hy.l2_absorption(cpu, 4096, 64)

@@ -1,4 +1,5 @@
-"""The two-level memory machine: counts, copy semantics, capacity, misuse, the operation log."""
+"""The two-level memory machine (attnlib.iomodel.machine): counts, copy semantics, capacity,
+misuse, the operation log and the words it moved by array."""
 
 import dataclasses
 
@@ -6,14 +7,9 @@ import numpy as np
 import pytest
 
 from attnlib import AttnInputError
-from attnlib.iomodel import (
-    CapacityError,
-    IOCount,
-    MachineError,
-    Op,
-    TwoLevelMemory,
-    words_by_array,
-)
+from attnlib import iomodel as io
+from attnlib.iomodel import CapacityError, IOCount, MachineError, TwoLevelMemory, words_by_array
+from attnlib.iomodel.machine import Op
 
 
 def machine(M=100, record=False):
@@ -242,3 +238,12 @@ def test_alloc_refuses_a_fill_beyond_its_dtype_and_keeps_infinities():
 def test_words_by_array_names_a_log_that_is_not_one(log):
     with pytest.raises(AttnInputError, match="log must be a list of Op"):
         words_by_array(log)
+
+
+def test_words_by_array_adds_up_to_the_count():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((12, 4)) for _ in range(3))
+    *_, count, mem = io.flash_forward(Q, K, V, M=60, record=True)
+    reads, writes = io.words_by_array(mem.log)
+    assert sum(reads.values()) == count.reads and sum(writes.values()) == count.writes
+    assert reads["Q"] == 12 * 4 and set(writes) == {"O", "lse"}

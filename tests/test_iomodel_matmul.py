@@ -1,6 +1,6 @@
-"""Matmul schedules on the machine: numerics, exact counts, capacity, asymptotics."""
-
-import itertools
+"""Matmul schedules on the machine: the closed forms by hand, the tile rule, capacity and
+asymptotics. The simulated counts against their closed forms, with the products against
+A @ B, are in test_iomodel_twins.py."""
 
 import numpy as np
 import pytest
@@ -15,39 +15,7 @@ from attnlib.iomodel import (
     tiled_matmul,
     tiled_matmul_count,
 )
-from attnlib.nbtools import loglog_slope
-
-# (m, k, p): tall, wide, square, degenerate, sizes not divisible by the tiles.
-SHAPES = [(1, 1, 1), (1, 7, 3), (5, 1, 4), (9, 6, 11), (16, 16, 16), (23, 5, 17), (40, 31, 2)]
-M_VALUES = [3, 5, 13, 27, 50, 200, 3000]
-
-
-def _grid():
-    for (m, k, p), M in itertools.product(SHAPES, M_VALUES):
-        if not (M == 3 and m * k * p > 500):
-            yield m, k, p, M
-
-
-def test_grid_is_large_enough():
-    assert len(list(_grid())) >= 30
-
-
-@pytest.mark.parametrize("m,k,p", SHAPES)
-def test_tiled_counts_equal_the_closed_form_and_numerics_are_exact(m, k, p):
-    rng = np.random.default_rng(m * 100 + k * 10 + p)
-    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, p))
-    for M in M_VALUES:
-        if M == 3 and m * k * p > 500:
-            continue  # 1×1 tiles on a big product: slow to simulate, nothing new to learn
-        C, count = tiled_matmul(A, B, M=M)
-        np.testing.assert_allclose(C, A @ B, rtol=0, atol=1e-12)
-        assert count == tiled_matmul_count(m, k, p, M)
-        assert count.peak_fast <= M
-        if M >= k + 2 * p:
-            C, count = naive_matmul(A, B, M=M)
-            np.testing.assert_allclose(C, A @ B, rtol=0, atol=1e-12)
-            assert count == naive_matmul_count(m, k, p, M)
-            assert count.peak_fast <= M
+from attnlib.measure import loglog_slope
 
 
 def test_closed_forms_by_hand():

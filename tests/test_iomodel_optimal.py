@@ -1,12 +1,13 @@
-"""The exact optimum of the red-blue pebble game (attnlib.iomodel.optimal) and our own
-schedules as game moves (attnlib.iomodel.pebbling).
+"""The exact optimum of the red-blue pebble game (attnlib.iomodel.optimal) and the replay of a
+schedule on the machine.
 
 Checked here: the solver against a plain breadth-first search over every configuration
 (tests/naive.py) on graphs of up to 8 vertices, for every M from the least feasible one
 upward, with and without recomputation; every optimal schedule replayed on TwoLevelMemory
 with exactly the optimum's count, within M, and with the right output values; known optima
-in closed form; our schedules' counts against tiled_matmul's and against the optimum; the
-partition of a schedule into segments; the refusals and every bad input.
+in closed form; the exact search behind optimal_io; the refusals and every bad input. Our
+own schedules as game moves are in test_iomodel_pebbling.py, a schedule's partition into
+segments in test_iomodel_partition.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 from naive import naive_pebble_optimum
 
 from attnlib import AttnInputError
-from attnlib.iomodel import CapacityError, tiled_matmul, tiled_matmul_count
+from attnlib import iomodel as io
+from attnlib.iomodel import CapacityError
 from attnlib.iomodel.graphs import (
     ComputationGraph,
     attention_forward_graph,
@@ -29,8 +31,6 @@ from attnlib.iomodel.graphs import (
     trivial_io_bound,
 )
 from attnlib.iomodel.optimal import MAX_VERTICES, optimal_io, replay_schedule
-from attnlib.iomodel.partition import is_dominator, schedule_segments
-from attnlib.iomodel.pebbling import loop_order_moves, tiled_matmul_moves
 
 
 def random_dag(seed: int, n: int = 8, n_inputs: int = 3) -> ComputationGraph:
@@ -122,53 +122,6 @@ def test_larger_graphs_replay_and_respect_bounds():
         assert _check(G, M, True).io == _check(G, M, False).io >= trivial_io_bound(G)
 
 
-@pytest.mark.parametrize("m,k,p", [(2, 2, 2), (1, 4, 1), (3, 2, 2), (2, 3, 1), (2, 1, 2)])
-@pytest.mark.parametrize("tile", [1, 2, 3])
-def test_tiled_moves_count_equals_tiled_matmul(m, k, p, tile, rng):
-    G, moves = tiled_matmul_moves(m, k, p, tile)
-    machine = tiled_matmul_count(m, k, p, 10**6, tile=tile)
-    extra = 0 if k == 1 else 2  # the game has no in-place accumulate
-    count, out = replay_schedule(G, moves, machine.peak_fast + extra)
-    assert (count.reads, count.writes) == (machine.reads, machine.writes)
-    assert count.peak_fast == machine.peak_fast + extra
-    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, p))
-    C, c2 = tiled_matmul(A, B, M=machine.peak_fast, tile=tile)
-    assert c2.total == count.total
-    values = {**{f"A({i},{l})": A[i, l] for i in range(m) for l in range(k)}}
-    values.update({f"B({l},{j})": B[l, j] for l in range(k) for j in range(p)})
-    _, out = replay_schedule(G, moves, machine.peak_fast + extra, values)
-    assert np.allclose(out.reshape(m, p), C, rtol=1e-12, atol=1e-12)
-    with pytest.raises(CapacityError):
-        replay_schedule(G, moves, machine.peak_fast + extra - 1)
-
-
-@pytest.mark.parametrize(
-    "G", [matmul_graph(2, 2, 2), attention_forward_graph(1, 2, 1), inner_product_graph(4)]
-)
-def test_loop_order_schedule_is_valid_and_not_below_optimum(G):
-    for M in range(least_feasible_M(G), 8):
-        count, _ = replay_schedule(G, loop_order_moves(G, M), M)
-        assert count.peak_fast <= M
-        if G.n <= 15 or M >= 5:
-            assert count.total >= optimal_io(G, M).io
-
-
-def test_segments_of_an_optimal_schedule():
-    G, M = inner_product_graph(4), 3
-    res = optimal_io(G, M)
-    segs = schedule_segments(G, res.moves, M)
-    assert sum(s["io"] for s in segs) == res.io
-    assert all(s["io"] == M for s in segs[:-1]) and 1 <= segs[-1]["io"] <= M
-    assert len(segs) == -(-res.io // M)
-    computed = [v for s in segs for v in s["computed"]]
-    assert sorted(computed) == [v for v in range(G.n) if G.ops[v] != "input"]
-    for s in segs:
-        assert len(s["dominator"]) <= 2 * M and len(s["kept"]) <= 2 * M
-        assert is_dominator(G, s["dominator"], s["computed"])
-        assert set(s["minimum"]) <= set(s["computed"])
-    assert not is_dominator(G, (), segs[0]["computed"] or (G.outputs[0],))
-
-
 LIMITS = [
     (lambda: optimal_io(matmul_graph(2, 2, 2), 4, max_states=50), "max_states = 50"),
     (lambda: optimal_io(matmul_graph(2, 2, 2), 4, max_seconds=1e-6), "max_seconds"),
@@ -237,3 +190,24 @@ def test_bad_inputs(call, message, error):
     moves = list(good)
     replay_schedule(G, moves, 4)
     assert moves == list(good)  # the move list is not modified
+
+
+def test_pebble_search_is_optimal_io():
+    G = io.inner_product_graph(3)
+    for M in (3, 4):
+        for recompute in (True, False):
+            ours = io.PebbleSearch(G, M, recompute=recompute).run()
+            ref = io.optimal_io(G, M, recompute=recompute)
+            assert (ours.io, ours.reads, ours.writes) == (ref.io, ref.reads, ref.writes)
+            assert ours.moves == ref.moves and ours.M == M
+    # with nothing pebbled, the heuristic is the trivial bound: every input read, s written
+    assert io.PebbleSearch(G, 4).h(0, 0, 0) == io.trivial_io_bound(G) == 7
+
+
+def test_the_replay_refuses_values_that_leave_the_float_range():
+    from attnlib.iomodel import optimal_io, replay_schedule
+
+    G = inner_product_graph(2)
+    moves = list(optimal_io(G, 4).moves)
+    with pytest.raises(AttnInputError, match=r"inputs make 'p0' \(mul\) inf"):
+        replay_schedule(G, moves, 4, [1e200, 1e200, 1e200, 1e200])

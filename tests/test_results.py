@@ -4,6 +4,7 @@ schema, one series is picked by name, and the machine is described from its own 
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from attnlib import AttnInputError
 from attnlib import results as res
-from attnlib.nbtools import loglog_slope
+from attnlib.measure import loglog_slope
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -28,21 +29,21 @@ def machine():
 
 
 def test_the_folder_is_found_from_the_root_from_book_and_from_below(tmp_path):
-    assert res.results_folder(ROOT) == RESULTS
-    assert res.results_folder(ROOT / "book") == RESULTS
-    assert res.results_folder(str(ROOT / "book" / "_ext")) == RESULTS
+    assert res._results_folder(ROOT) == RESULTS
+    assert res._results_folder(ROOT / "book") == RESULTS
+    assert res._results_folder(str(ROOT / "book" / "_ext")) == RESULTS
     # an unzipped notebooks.zip: notebooks/ next to benchmarks/results/
     (tmp_path / "notebooks").mkdir()
-    (tmp_path / res.RESULTS_PATH).mkdir(parents=True)
-    shutil.copy(RESULTS / "schema.json", tmp_path / res.RESULTS_PATH)
-    assert res.results_folder(tmp_path / "notebooks") == tmp_path / res.RESULTS_PATH
+    (tmp_path / res._RESULTS_PATH).mkdir(parents=True)
+    shutil.copy(RESULTS / "schema.json", tmp_path / res._RESULTS_PATH)
+    assert res._results_folder(tmp_path / "notebooks") == tmp_path / res._RESULTS_PATH
 
 
 def test_no_folder_above_is_refused_with_what_to_do(tmp_path):
     with pytest.raises(AttnInputError, match=r"start: no folder .* notebooks\.zip"):
-        res.results_folder(tmp_path)
+        res._results_folder(tmp_path)
     with pytest.raises(AttnInputError, match="start must be a path"):
-        res.results_folder(3)
+        res._results_folder(3)
 
 
 def test_read_committed_reads_by_name_only(monkeypatch):
@@ -121,3 +122,42 @@ def test_committed_schema_lists_the_chapters_files():
     schema = json.loads((RESULTS / "schema.json").read_text())
     assert {"chapters_time.csv", "chapters_machine.csv"} <= set(schema)
     assert schema["chapters_time.csv"]["median_s"] == "float"
+
+
+def test_committed_schema_is_the_generated_one(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.schema import write_schema
+    finally:
+        sys.path.remove(str(ROOT))
+    written = write_schema(tmp_path)
+    assert json.loads(written.read_text()) == json.loads((RESULTS / "schema.json").read_text())
+
+
+def test_columns_are_parsed_by_their_schema_type(benchmark_rows):
+    time_rows, memory_rows, machine = benchmark_rows
+    ok = [r for r in time_rows if r["status"] == "ok"]
+    assert ok and all(isinstance(r["n"], int) and isinstance(r["median_s"], float) for r in ok)
+    skipped = [r for r in time_rows if r["status"] != "ok"]
+    assert skipped and all(r["median_s"] is None for r in skipped)
+    flags = {r["rss_extra_is_upper_bound"] for r in memory_rows if r["status"] == "ok"}
+    assert flags <= {True, False} and flags
+    assert all(isinstance(r["value"], str) for r in machine)
+
+
+def test_unknown_columns_bad_values_and_missing_schemas_are_refused(tmp_path):
+    shutil.copy(RESULTS / "schema.json", tmp_path)
+    path = tmp_path / "attention_time.csv"
+    path.write_text("impl,dtype,n,speed\nflash,float32,64,1.0\n")
+    with pytest.raises(AttnInputError, match=r"columns not in .*schema\.json: \['speed'\]"):
+        res.read_benchmark_csv(path)
+    path.write_text("impl,n\nflash,sixty-four\n")
+    with pytest.raises(AttnInputError, match=r"line 2: a value is not its type"):
+        res.read_benchmark_csv(path)
+    other = tmp_path / "other.csv"
+    other.write_text("impl\nflash\n")
+    with pytest.raises(AttnInputError, match=r"path must be one of the files"):
+        res.read_benchmark_csv(other)
+    (tmp_path / "schema.json").unlink()
+    with pytest.raises(AttnInputError, match=r"schema\.json next to it"):
+        res.read_benchmark_csv(path)

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 # Brute force enumerates 2^n_vars assignments held in one machine word.
-MAX_BRUTE_FORCE_VARS = 30
+_MAX_BRUTE_FORCE_VARS = 30
 
 
 def check_clauses(clauses, n_vars) -> list[tuple[int, ...]]:
@@ -239,7 +239,7 @@ def brute_force_sat(clauses, n_vars) -> tuple[bool, ...] | None:
     >>> brute_force_sat([(1, 2), (-1,)], 2)
     (False, True)
     """
-    n_vars = check_int("n_vars", n_vars, maximum=MAX_BRUTE_FORCE_VARS)
+    n_vars = check_int("n_vars", n_vars, maximum=_MAX_BRUTE_FORCE_VARS)
     clauses = check_clauses(clauses, n_vars)
     pos, neg = _clause_masks(clauses)
     a = int(_first_satisfying(pos, neg, n_vars))
@@ -274,7 +274,7 @@ def is_satisfied(clauses, assignment) -> bool:
 
 def _satisfying_codes(clauses, n_vars) -> np.ndarray:
     """The codes a (bit v-1 = value of x_v) of every satisfying assignment, ascending."""
-    n_vars = check_int("n_vars", n_vars, maximum=MAX_BRUTE_FORCE_VARS)
+    n_vars = check_int("n_vars", n_vars, maximum=_MAX_BRUTE_FORCE_VARS)
     clauses = check_clauses(clauses, n_vars)
     # the codes (int64), one boolean per code, and two int64 temporaries of a clause's test
     check_memory("the 2^n_vars assignments", 26 << n_vars, culprits="n_vars")

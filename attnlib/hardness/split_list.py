@@ -14,7 +14,7 @@ from .sat import _clause_masks, check_clauses
 __all__ = ["sat_to_ov", "ov_pair_to_assignment"]
 
 # sat_to_ov lists 2^{N/2} half-assignments per side: keep the tables to ~1M rows.
-MAX_SAT_TO_OV_VARS = 40
+_MAX_SAT_TO_OV_VARS = 40
 
 
 def _half_split(n_vars: int) -> int:
@@ -64,7 +64,7 @@ def sat_to_ov(clauses, n_vars) -> tuple[np.ndarray, np.ndarray]:
     A : bool (2^h, #clauses)
     B : bool (2^{N-h}, #clauses)
     """
-    n_vars = check_int("n_vars", n_vars, maximum=MAX_SAT_TO_OV_VARS)
+    n_vars = check_int("n_vars", n_vars, maximum=_MAX_SAT_TO_OV_VARS)
     clauses = check_clauses(clauses, n_vars)
     _check_tables_fit(n_vars, len(clauses))
     pos, neg = _clause_masks(clauses)
@@ -76,7 +76,7 @@ def sat_to_ov(clauses, n_vars) -> tuple[np.ndarray, np.ndarray]:
 
 def ov_pair_to_assignment(i, j, n_vars) -> tuple[bool, ...]:
     """Join row i of A and row j of B of :func:`sat_to_ov` into one assignment of x_1..x_N."""
-    n_vars = check_int("n_vars", n_vars, maximum=MAX_SAT_TO_OV_VARS)
+    n_vars = check_int("n_vars", n_vars, maximum=_MAX_SAT_TO_OV_VARS)
     h = _half_split(n_vars)
     i = check_int("i", i, minimum=0, maximum=(1 << h) - 1)
     j = check_int("j", j, minimum=0, maximum=(1 << (n_vars - h)) - 1)

@@ -2,65 +2,188 @@
 
 Every algorithm here runs on :class:`TwoLevelMemory`, which counts each word moved between a
 fast memory of M words and the slow memory, and has a closed-form twin (``*_count``) that the
-tests require to agree with the simulation exactly. Each module says what it holds;
-:mod:`.roofline` and :mod:`.hierarchy` take the counts to real hardware (GPU presets, the
-roofline, and a third memory level, the L2).
+tests require to agree with the simulation exactly. The modules, in the book's order:
+
+* :mod:`.machine` — the machine (:class:`TwoLevelMemory`, :class:`IOCount`,
+  :class:`CapacityError`, :class:`MachineError`) and where a run's words went
+  (:func:`words_by_array`); :mod:`.tiling` — the bookkeeping every schedule shares;
+* :mod:`.matmul` — matrix multiplication by rows and by square tiles (:func:`naive_matmul`,
+  :func:`tiled_matmul`, :func:`matmul_tile_size`), with their counts;
+* :mod:`.graphs` — computation graphs for the red-blue pebble game
+  (:class:`ComputationGraph`, :func:`inner_product_graph`, :func:`matmul_graph`,
+  :func:`attention_forward_graph`, :func:`attention_dv_graph`, :func:`trivial_io_bound`);
+  :mod:`.optimal` — the game's exact optimum on small graphs (:func:`optimal_io`,
+  :class:`PebbleSearch`, :data:`MAX_VERTICES`) and a schedule replayed on the machine
+  (:func:`replay_schedule`);
+* :mod:`.blocks` — FlashAttention's working sets and block rules
+  (:func:`flash_forward_working_set`, :func:`flash_forward_blocks`,
+  :func:`flash_forward_min_M`, their backward twins, FlashAttention-1's :func:`fa1_blocks`),
+  and the blocks a pass visits (:func:`flash_block_mask`, :func:`expand_block_mask`, the
+  causal pattern);
+* :mod:`.flash` — FlashAttention-2's schedules (:func:`flash_forward`,
+  :func:`flash_backward`): one head or PyTorch's heads, dense, block-sparse or
+  ``is_causal``, ``enable_gqa``; :mod:`.layout` — what a pass runs over;
+* :mod:`.standard` — the materialising schedules (:func:`standard_forward`,
+  :func:`standard_backward`);
+* :mod:`.causal` — causal attention's mask and kept scores, and the constant its schedules
+  save (:func:`causal_mask`, :func:`causal_saving`);
+* :mod:`.smallcache` — SY24's square tiling for caches below d² (:func:`smallcache_forward`,
+  :func:`smallcache_backward`, their tile rules); :mod:`.sweeps` — the counts swept over M
+  and over kept blocks (:func:`cache_sizes`, :func:`smallcache_crossover`,
+  :func:`smallcache_advantage`, :func:`bound_ratios`, :func:`block_sparse_sweep`);
+* :mod:`.bounds` — the lower bounds (:func:`matmul_lower_bound`,
+  :func:`matmul_sharp_lower_bound`, :func:`forward_lower_bound`,
+  :func:`backward_lower_bound`, :func:`sparse_lower_bound`); :mod:`.partition` and
+  :mod:`.pebbling` — Hong and Kung's partition argument on a schedule
+  (:func:`schedule_segments`, :func:`is_dominator`) and explicit pebble-game schedules
+  (:func:`tiled_matmul_moves`, :func:`loop_order_moves`, :func:`explicit_schedule`);
+* :mod:`.gqa` — what grouped-query attention saves (:func:`gqa_kv_reuse`) and a decoding
+  step's count;
+* Chapter 10's hardware: :mod:`.intensity` (flops per word), :mod:`.roofline` (the roofline
+  of the GPU presets of :mod:`attnlib.machines`) and :mod:`.hierarchy` (the L2 as a third
+  level).
+
+Every ``*_count`` takes the sizes and the same keywords as its schedule (``m``, ``d_v``,
+``is_causal``, ``enable_gqa`` with ``H`` and ``H_kv``, ``blocks``, ...). The names below are
+those the chapters use; every module's ``__all__`` lists its own.
 """
 
-from . import (
-    blocks,
-    bounds,
-    causal,
-    flash,
-    gqa,
-    graphs,
-    intensity,
-    machine,
-    matmul,
-    optimal,
-    partition,
-    pebbling,
-    smallcache,
-    standard,
-    sweeps,
+from .blocks import (
+    expand_block_mask,
+    fa1_blocks,
+    flash_backward_blocks,
+    flash_backward_min_M,
+    flash_backward_working_set,
+    flash_block_mask,
+    flash_forward_blocks,
+    flash_forward_min_M,
+    flash_forward_working_set,
 )
-from .blocks import *  # noqa: F403
-from .bounds import *  # noqa: F403
-from .causal import *  # noqa: F403
-from .flash import *  # noqa: F403
-from .gqa import *  # noqa: F403
-from .graphs import *  # noqa: F403
-from .intensity import *  # noqa: F403
-from .machine import *  # noqa: F403
-from .matmul import *  # noqa: F403
-from .optimal import *  # noqa: F403
-from .partition import *  # noqa: F403
-from .pebbling import *  # noqa: F403
-from .smallcache import *  # noqa: F403
-from .standard import *  # noqa: F403
-from .sweeps import *  # noqa: F403
-
-__all__ = (
-    machine.__all__
-    + matmul.__all__
-    + blocks.__all__
-    + flash.__all__
-    + standard.__all__
-    + smallcache.__all__
-    + bounds.__all__
-    + causal.__all__
-    + gqa.__all__
-    + intensity.__all__
-    + sweeps.__all__
-    + graphs.__all__
-    + optimal.__all__
-    + partition.__all__
-    + pebbling.__all__
+from .bounds import (
+    backward_lower_bound,
+    forward_lower_bound,
+    matmul_lower_bound,
+    matmul_sharp_lower_bound,
+    sparse_lower_bound,
+)
+from .causal import causal_mask, causal_saving
+from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
+from .gqa import gqa_kv_reuse
+from .graphs import (
+    ComputationGraph,
+    attention_dv_graph,
+    attention_forward_graph,
+    inner_product_graph,
+    matmul_graph,
+    trivial_io_bound,
+)
+from .machine import CapacityError, IOCount, MachineError, TwoLevelMemory, words_by_array
+from .matmul import (
+    matmul_tile_size,
+    naive_matmul,
+    naive_matmul_count,
+    tiled_matmul,
+    tiled_matmul_count,
+)
+from .optimal import MAX_VERTICES, PebbleSearch, optimal_io, replay_schedule
+from .partition import is_dominator, schedule_segments
+from .pebbling import explicit_schedule, loop_order_moves, tiled_matmul_moves
+from .smallcache import (
+    smallcache_backward,
+    smallcache_backward_count,
+    smallcache_backward_tile,
+    smallcache_forward,
+    smallcache_forward_count,
+    smallcache_forward_tile,
+)
+from .standard import (
+    standard_backward,
+    standard_backward_count,
+    standard_forward,
+    standard_forward_count,
+)
+from .sweeps import (
+    block_sparse_sweep,
+    bound_ratios,
+    cache_sizes,
+    smallcache_advantage,
+    smallcache_crossover,
 )
 
-# The hardware modules build on the public names above, so they are imported last.
-from . import hierarchy, roofline  # noqa: E402
+__all__ = [
+    # the machine and matrix multiplication (Chapter 2)
+    "TwoLevelMemory",
+    "IOCount",
+    "CapacityError",
+    "MachineError",
+    "words_by_array",
+    "naive_matmul",
+    "naive_matmul_count",
+    "tiled_matmul",
+    "tiled_matmul_count",
+    "matmul_tile_size",
+    # the red-blue pebble game (Chapters 2 and 5)
+    "ComputationGraph",
+    "inner_product_graph",
+    "matmul_graph",
+    "attention_forward_graph",
+    "attention_dv_graph",
+    "trivial_io_bound",
+    "MAX_VERTICES",
+    "optimal_io",
+    "PebbleSearch",
+    "replay_schedule",
+    "schedule_segments",
+    "is_dominator",
+    "tiled_matmul_moves",
+    "loop_order_moves",
+    "explicit_schedule",
+    # FlashAttention and standard attention (Chapter 3)
+    "flash_forward_blocks",
+    "flash_backward_blocks",
+    "flash_forward_working_set",
+    "flash_backward_working_set",
+    "flash_forward_min_M",
+    "flash_backward_min_M",
+    "fa1_blocks",
+    "flash_block_mask",
+    "expand_block_mask",
+    "flash_forward",
+    "flash_forward_count",
+    "flash_backward",
+    "flash_backward_count",
+    "standard_forward",
+    "standard_forward_count",
+    "standard_backward",
+    "standard_backward_count",
+    "causal_mask",
+    "causal_saving",
+    # small caches and the sweeps over M (Chapter 4)
+    "smallcache_forward",
+    "smallcache_forward_count",
+    "smallcache_backward",
+    "smallcache_backward_count",
+    "smallcache_forward_tile",
+    "smallcache_backward_tile",
+    "cache_sizes",
+    "smallcache_crossover",
+    "smallcache_advantage",
+    # lower bounds (Chapter 5)
+    "matmul_lower_bound",
+    "matmul_sharp_lower_bound",
+    "forward_lower_bound",
+    "backward_lower_bound",
+    "sparse_lower_bound",
+    "bound_ratios",
+    "block_sparse_sweep",
+    # grouped-query attention (Chapter 10)
+    "gqa_kv_reuse",
+]
+
+# Chapter 10: the counts on real hardware (the roofline, and the L2 as a third level).
+from . import hierarchy, intensity, roofline  # noqa: E402
 from .hierarchy import *  # noqa: E402, F403
+from .intensity import *  # noqa: E402, F403
 from .roofline import *  # noqa: E402, F403
 
-__all__ += roofline.__all__ + hierarchy.__all__
+__all__ += intensity.__all__ + roofline.__all__ + hierarchy.__all__

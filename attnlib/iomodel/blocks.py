@@ -1,11 +1,13 @@
 """FlashAttention's block sizes: the working sets, the rule that makes a pass fit in M words,
-and the block masks of block-sparse attention.
+and the blocks a pass visits (block-sparse and causal).
 
 A pass with query blocks of B_r rows and key blocks of B_c rows holds W_f(B_r, B_c) words
 (forward) or W_b(B_r, B_c) words (backward) in its inner step. :func:`W_f` and :func:`W_b`
 are the formulas (plain arithmetic, numpy arrays accepted); the public functions validate
 their arguments and apply them. A block mask is a boolean (T_r, T_c) grid over a pass's query
-blocks × key blocks, T_r = ⌈n/B_r⌉ and T_c = ⌈m/B_c⌉.
+blocks × key blocks, T_r = ⌈n/B_r⌉ and T_c = ⌈m/B_c⌉. A causal pass visits a prefix of key
+blocks in every query block; :func:`causal_blocks` is that grid and :func:`causal_key_rows`
+and :func:`causal_query_rows` its sums, in closed form.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import math
 import numpy as np
 
 from .._checks import AttnInputError, check_int, check_memory
-from .tiling import block_sizes, ceil_div, check_blocks
+from .tiling import block_sizes, ceil_div, check_blocks, floor_sum
 
 __all__ = [
+    "W_f",
+    "W_b",
+    "d_pass_rows",
     "flash_forward_working_set",
     "flash_backward_working_set",
     "flash_forward_min_M",
@@ -26,7 +31,13 @@ __all__ = [
     "flash_backward_blocks",
     "fa1_blocks",
     "flash_block_mask",
+    "check_block_mask",
     "expand_block_mask",
+    "grid_block_sizes",
+    "visited_blocks",
+    "causal_blocks",
+    "causal_key_rows",
+    "causal_query_rows",
 ]
 
 #: The largest value int64 arithmetic holds; past it the counts compute with Python ints.
@@ -270,3 +281,68 @@ def visited_blocks(mask, block_mask, n: int, m: int, B_r: int, B_c: int) -> np.n
     if mask is not None:
         bm = bm & flash_block_mask(mask, (B_r, B_c))
     return bm
+
+
+# ---- the causal pattern ----------------------------------------------------------------------
+#
+# PyTorch's is_causal, top-left aligned: query position p keeps key j iff j <= p. A pass may
+# run the g query heads of a group together, packed position by position (its row r is
+# position ⌊r/g⌋); g = 1 is one head. Query block i (rows up to e_i = min((i+1)·B_r, g·n))
+# then keeps the key blocks that start at or before its last position ⌊(e_i − 1)/g⌋.
+
+
+def causal_blocks(n: int, m: int, B_r: int, B_c: int, g: int = 1) -> np.ndarray:
+    """The (T_r, T_c) grid of blocks a causal pass over g·n packed query rows visits (T_r =
+    ⌈g·n/B_r⌉, T_c = ⌈m/B_c⌉): block (i, j) iff j·B_c <= ⌊(e_i − 1)/g⌋. Sizes are validated
+    by the caller. Raises AttnInputError if the grid would exceed the memory limit."""
+    rows = g * n
+    T_r, T_c = ceil_div(rows, B_r), ceil_div(m, B_c)
+    exact = rows <= _INT64_MAX and m <= _INT64_MAX  # else Python ints, which never wrap
+    check_memory("the causal block grid", T_r * T_c + 80 * (T_r + T_c), culprits="n or m")
+    dtype = np.int64 if exact else object
+    last = (np.cumsum(block_sizes(rows, B_r, dtype=dtype)) - 1) // g  # ⌊(e_i − 1)/g⌋
+    first = np.cumsum(block_sizes(m, B_c, dtype=dtype)) - block_sizes(m, B_c, dtype=dtype)
+    return first[None, :] <= last[:, None]
+
+
+def causal_key_rows(n: int, m: int, B_r: int, B_c: int, g: int = 1) -> int:
+    """Σ_i min(m, k_i·B_c): the key rows a causal forward pass over g·n packed query rows
+    loads, summed over its query blocks, with k_i = min(T_c, ⌊(e_i − 1)/(g·B_c)⌋ + 1) the key
+    blocks of query block i (see :func:`causal_blocks`).
+
+    Closed form: the T_r − 1 full query blocks end at e = j·B_r, j = 1 … T_r − 1, and keep
+    fewer than T_c key blocks exactly when j·B_r <= (T_c − 1)·g·B_c, i.e. for
+    j <= J = min(T_r − 1, ⌊(T_c − 1)·g·B_c/B_r⌋); the others load all m rows. Then
+    k_j = ⌊(B_r·(j − 1) + B_r + g·B_c − 1)/(g·B_c)⌋ and::
+
+        Σ = B_c·floor_sum(J, g·B_c, B_r, B_r + g·B_c − 1) + (T_r − 1 − J)·m
+            + min(m, B_c·⌈n/B_c⌉)
+
+    the last term being the last query block's (its last position is n − 1). O(log B_c)
+    integer steps: any n costs the same.
+
+    Examples
+    --------
+    >>> causal_key_rows(8, 8, 4, 4)  # query block 0 keeps key block 0, block 1 both
+    12
+    """
+    T_r, T_c, G = ceil_div(g * n, B_r), ceil_div(m, B_c), g * B_c
+    J = min(T_r - 1, (T_c - 1) * G // B_r)
+    partial = B_c * floor_sum(J, G, B_r, B_r + G - 1)
+    return partial + (T_r - 1 - J) * m + min(m, B_c * ceil_div(n, B_c))
+
+
+def causal_query_rows(n: int, m: int, B_r: int, B_c: int, g: int = 1) -> tuple[int, int]:
+    """(N, Σρ) of a causal backward pass over g·n packed query rows: N = ⌈min(n, m)/B_c⌉ key
+    blocks hold a kept score, and key block j (first key j·B_c) is visited by the query
+    blocks from the one holding row g·j·B_c (the first of position j·B_c) to the last, the
+    rows ρ_j = g·n − ⌊g·j·B_c/B_r⌋·B_r; so Σ_{j<N} ρ_j = N·g·n − B_r·floor_sum(N, B_r,
+    g·B_c, 0), in O(log B_r) integer steps.
+
+    Examples
+    --------
+    >>> causal_query_rows(8, 8, 4, 4)  # key block 0 sees all 8 rows, key block 1 the last 4
+    (2, 12)
+    """
+    N = ceil_div(min(n, m), B_c)
+    return N, N * g * n - B_r * floor_sum(N, B_r, g * B_c, 0)

@@ -33,6 +33,9 @@ __all__ = [
     "evaluate_graph",
     "least_feasible_M",
     "trivial_io_bound",
+    "check_graph",
+    "apply_op",
+    "input_values",
     "check_schedule",
 ]
 
@@ -224,8 +227,7 @@ class _Builder:
         if len(self.names) >= MAX_GRAPH_VERTICES:
             raise AttnInputError(
                 f"these sizes ({self.sizes}) give a graph of more than {MAX_GRAPH_VERTICES:,} "
-                "vertices; "
-                "choose smaller sizes"
+                "vertices; choose smaller sizes"
             )
         self.names.append(name)
         self.ops.append(op)
@@ -258,15 +260,11 @@ class _Builder:
         return ComputationGraph(tuple(self.names), tuple(self.ops), tuple(self.preds), outputs)
 
 
-def _check_tree(tree) -> str:
-    return check_choice("tree", tree, _TREES)
-
-
 def inner_product_graph(k: int, *, tree: str = "chain") -> ComputationGraph:
     """⟨a, b⟩ = Σ_l a_l b_l: 2k inputs, k products, k − 1 additions (a chain or a balanced
     tree), one output ``"s"``. Raises AttnInputError for k < 1 or an unknown tree."""
     k = check_int("k", k)
-    tree = _check_tree(tree)
+    tree = check_choice("tree", tree, _TREES)
     g = _Builder("k")
     a = [g.add(f"a{l}", "input") for l in range(k)]
     b = [g.add(f"b{l}", "input") for l in range(k)]
@@ -299,7 +297,7 @@ def matmul_graph(m: int, k: int, p: int, *, tree: str = "chain") -> ComputationG
     ((p0 + p1) + p2) + …; ``"balanced"``: halves). Outputs: the mp roots ``C(i,j)``.
     The graph of HK81 Cor. 6.2 (= SY24 Lemma 3.6). Raises AttnInputError on bad sizes."""
     m, k, p = check_int("m", m), check_int("k", k), check_int("p", p)
-    tree = _check_tree(tree)
+    tree = check_choice("tree", tree, _TREES)
     g = _Builder("m, k and p")
     A = [[g.add(f"A({i},{l})", "input") for l in range(k)] for i in range(m)]
     B = [[g.add(f"B({l},{j})", "input") for j in range(p)] for l in range(k)]
@@ -315,7 +313,7 @@ def attention_forward_graph(n: int, m: int, d: int, *, tree: str = "chain") -> C
     """
     n, d = check_int("n", n), check_int("d", d)
     m = check_int("m", m, minimum=2)  # with one key the softmax is the constant 1
-    tree = _check_tree(tree)
+    tree = check_choice("tree", tree, _TREES)
     g = _Builder("n, m and d")
     Q = [[g.add(f"Q({i},{t})", "input") for t in range(d)] for i in range(n)]
     K = [[g.add(f"K({j},{t})", "input") for t in range(d)] for j in range(m)]
@@ -334,7 +332,7 @@ def attention_dv_graph(n: int, m: int, d: int, *, tree: str = "chain") -> Comput
     pass. Inputs ``Q(i,t)``, ``K(j,t)`` (d columns), ``lse(i)``, ``dO(i,t)`` (d columns);
     outputs ``dV(j,t)``. Raises AttnInputError on bad sizes."""
     n, m, d = check_int("n", n), check_int("m", m), check_int("d", d)
-    tree = _check_tree(tree)
+    tree = check_choice("tree", tree, _TREES)
     g = _Builder("n, m and d")
     Q = [[g.add(f"Q({i},{t})", "input") for t in range(d)] for i in range(n)]
     K = [[g.add(f"K({j},{t})", "input") for t in range(d)] for j in range(m)]
@@ -356,6 +354,9 @@ def apply_op(op: str, args: list[float], *, vertex: str = "a vertex") -> float:
     graphs subtract no maximum, so exp of very negative logits underflows to 0 and a row
     sum can be 0), or NaN.
     """
+    check_choice("op", op, [name for name in _OPS if name != "input"])
+    if not args or len(args) != (_OPS[op] or len(args)):
+        raise AttnInputError(f"args of {vertex} have the wrong length for op {op!r}: {args!r:.60}")
     try:
         if op == "add":
             value = math.fsum(args)  # exact, but raises OverflowError past the float range
@@ -390,13 +391,10 @@ def evaluate_graph(G: ComputationGraph, inputs) -> np.ndarray:
     inputs : dict mapping each input's name to a finite float, or a 1-D array with one value
         per input vertex in the order of ``G.inputs``
 
-    Returns
-    -------
-    ndarray (G.n,) of float64, indexed by vertex.
-
-    Raises AttnInputError if an input is missing or not a finite real number, or if the
-    inputs make a vertex's value leave the float range (overflow, or a division by zero
-    after exp underflows; see :func:`apply_op`).
+    Returns an ndarray (G.n,) of float64, indexed by vertex. Raises AttnInputError if an
+    input is missing or not a finite real number, or if the inputs make a vertex's value
+    leave the float range (overflow, or a division by zero after exp underflows; see
+    :func:`apply_op`).
     """
     G = check_graph(G)
     values = input_values(G, inputs)
@@ -428,7 +426,7 @@ def input_values(G: ComputationGraph, inputs) -> dict[int, float]:
     return {v: float(x) for v, x in zip(ins, arr.astype(np.float64), strict=True)}
 
 
-def check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
+def _check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
     """Normalise a schedule of G to ``(op, vertex index)`` pairs: each move is an
     ``(op, vertex)`` pair with op in :data:`MOVES` and the vertex given by name or index.
 
@@ -453,7 +451,7 @@ def check_moves(G: ComputationGraph, moves) -> list[tuple[str, int]]:
 
 def check_schedule(G: ComputationGraph, moves, M: int | None = None) -> list[tuple[str, int]]:
     """A schedule of G checked against the rules of the red-blue pebble game (HK81; Chapter
-    2's game) and normalised to ``(op, vertex index)`` pairs (:func:`check_moves`).
+    2's game) and normalised to ``(op, vertex index)`` pairs (:func:`_check_moves`).
 
     The rules, played from the start (inputs blue, nothing red):
 
@@ -470,7 +468,7 @@ def check_schedule(G: ComputationGraph, moves, M: int | None = None) -> list[tup
     """
     G = check_graph(G)
     M = None if M is None else check_int("M", M)
-    moves = check_moves(G, moves)
+    moves = _check_moves(G, moves)
     blue, red = set(G.inputs), set()
     for i, (op, v) in enumerate(moves):
         where = f"moves[{i}] = ({op!r}, {G.names[v]!r})"

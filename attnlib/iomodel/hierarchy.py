@@ -29,24 +29,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import AttnInputError, check_bool, check_choice, check_int, check_qkv
-
-# The package's public names (not its modules), so that this module follows them if they move.
-from . import (
-    IOCount,
-    MachineError,
-    TwoLevelMemory,
-    flash_backward,
-    flash_backward_blocks,
-    flash_backward_count,
-    flash_forward,
-    flash_forward_blocks,
-    flash_forward_count,
-)
-from .roofline import WORD_BYTES, Device, _fast_memory
+from ..machines import WORD_BYTES, Device, check_device
+from .blocks import flash_backward_blocks, flash_forward_blocks
+from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
+from .machine import IOCount, MachineError, TwoLevelMemory
+from .roofline import _fast_memory
 
 __all__ = [
     "ThreeLevelCount",
-    "l2_resident_rows",
     "flash_forward_three_level",
     "flash_backward_three_level",
     "flash_forward_three_level_count",
@@ -86,7 +76,7 @@ def _dims(n, d, M, M_l2, m, d_v):
     return n, d, M, M_l2, m, d_v
 
 
-def l2_resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which="forward"):
+def _resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which="forward"):
     """Rows of the re-streamed operand that the pinning policy keeps in an L2 of M_L2 words:
     min(rows, k·B) with B the outer block of the re-stream and k = ⌊(M_L2 − M)/(B·w)⌋ whole
     blocks, w the words per row (forward: key rows, B = B_c, w = d + d_v; backward: query
@@ -96,7 +86,7 @@ def l2_resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, whi
 
     Examples
     --------
-    >>> l2_resident_rows(64, 4, 120, 120 + 2 * 4 * 8)    # two key blocks of B_c = 4 rows
+    >>> _resident_rows(64, 4, 120, 120 + 2 * 4 * 8)    # two key blocks of B_c = 4 rows
     8
     """
     n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
@@ -201,7 +191,7 @@ def flash_forward_three_level(Q, K, V, *, M: int, M_l2: int, scale=None):
     M, M_l2 = _check_M_l2(M, M_l2)
     (n, d), (m, d_v) = Q.shape, V.shape
     O, lse, onchip, mem = flash_forward(Q, K, V, M=M, scale=scale, record=True)
-    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
     shapes = {"Q": (n, d), "K": (m, d), "V": (m, d_v), "O": (n, d_v), "lse": (n,)}
     reads, writes, peak = _replay(mem.log, shapes, {"K": R, "V": R}, M_l2)
     return O, lse, ThreeLevelCount(reads, writes, onchip, R), peak
@@ -219,7 +209,7 @@ def flash_backward_three_level(Q, K, V, O, dO, lse, *, M: int, M_l2: int, scale=
     M, M_l2 = _check_M_l2(M, M_l2)
     dQ, dK, dV, onchip, mem = flash_backward(Q, K, V, O, dO, lse, M=M, scale=scale, record=True)
     (n, d), (m, d_v) = dQ.shape, dV.shape
-    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
     shapes = {"Q": (n, d), "K": (m, d), "V": (m, d_v), "O": (n, d_v), "dO": (n, d_v)}
     shapes |= {"lse": (n,), "D": (n,), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
     pinned = dict.fromkeys(("Q", "dO", "lse", "D", "dQ"), R)
@@ -232,7 +222,7 @@ def flash_forward_three_level_count(
 ) -> ThreeLevelCount:
     """Exact words of :func:`flash_forward_three_level` (closed form, no arrays). With
     (B_r, B_c) = :func:`~attnlib.iomodel.flash_forward_blocks` (M), T_r = ⌈n/B_r⌉,
-    D = d + d_v and R = :func:`l2_resident_rows` pinned key rows::
+    D = d + d_v and R the pinned key rows (the count's ``resident_rows``)::
 
         HBM reads  = n·d + R·D + T_r·(m − R)·D     (pinned K, V rows read once)
         HBM writes = n·(d_v + 1)
@@ -249,7 +239,7 @@ def flash_forward_three_level_count(
     """
     n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
     onchip = flash_forward_count(n, d, M, m=m, d_v=d_v)
-    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
     T_r = -(-n // flash_forward_blocks(d, M, d_v=d_v)[0])
     D = d + d_v
     return ThreeLevelCount(n * d + R * D + T_r * (m - R) * D, n * (d_v + 1), onchip, R)
@@ -260,7 +250,7 @@ def flash_backward_three_level_count(
 ) -> ThreeLevelCount:
     """Exact words of :func:`flash_backward_three_level` (closed form, no arrays). With
     (B_r, B_c) = :func:`~attnlib.iomodel.flash_backward_blocks` (M), T_c = ⌈m/B_c⌉,
-    D = d + d_v and R = :func:`l2_resident_rows` (``which="backward"``) pinned query rows::
+    D = d + d_v and R the pinned query rows (the count's ``resident_rows``)::
 
         HBM reads  = 2n·d_v + m·D + (n − R)·(T_c·(2d + d_v + 2) − d) + R·(d + 1)
         HBM writes = n + m·D + (n − R)·T_c·d + R·d
@@ -272,7 +262,7 @@ def flash_backward_three_level_count(
     """
     n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
     onchip = flash_backward_count(n, d, M, m=m, d_v=d_v)
-    R = l2_resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
     T_c = -(-m // flash_backward_blocks(d, M, d_v=d_v)[1])
     D = d + d_v
     reads = 2 * n * d_v + m * D + (n - R) * (T_c * (2 * d + d_v + 2) - d) + R * (d + 1)
@@ -297,15 +287,16 @@ class L2Absorption(NamedTuple):
     fraction: float
 
 
-def heads_sharing_l2(device: Device, n: int, d: int, *, dtype: str = "bf16", which="forward"):
+def heads_sharing_l2(
+    device: Device, n: int, d: int, *, dtype: str = "bfloat16", which="forward"
+) -> int:
     """How many heads' operands share the L2 at once, in our model of the launch: each SM
     runs one outer block (of the forward's T_r query blocks, the backward's T_c key blocks)
     at a time, and the blocks of one head are launched next to each other, as in
     FlashAttention-2's grid. A window of S (SMs) consecutive blocks spans at most
     ⌈(S − 1)/T⌉ + 1 heads. Raises AttnInputError for bad arguments, or a d whose pass does
     not fit one SM's on-chip memory."""
-    if not isinstance(device, Device) or device.sms is None:
-        raise AttnInputError("device must be a Device with an SM count")
+    device = check_device(device, sms=True)
     n, d = check_int("n", n), check_int("d", d)
     which = check_choice("which", which, ("forward", "backward"))
     M = _fast_memory(device, dtype, d, which)
@@ -317,16 +308,15 @@ def heads_sharing_l2(device: Device, n: int, d: int, *, dtype: str = "bf16", whi
 
 
 def l2_absorption(
-    device: Device, n: int, d: int, *, dtype: str = "bf16", which="forward", shared=False
+    device: Device, n: int, d: int, *, dtype: str = "bfloat16", which="forward", shared=False
 ) -> L2Absorption:
     """The HBM traffic of one head of self-attention (m = n, d_v = d) on ``device``, with the
-    on-chip M of :meth:`~attnlib.iomodel.roofline.Device.onchip_words` and an L2 of the
+    on-chip M of :meth:`~attnlib.machines.Device.onchip_words` and an L2 of the
     device's last-level cache: all of it for one head, or with ``shared`` an equal share
     among :func:`heads_sharing_l2` heads (each pinning its own operand). Raises
     AttnInputError for a device without cache or on-chip sizes, a d whose pass does not fit
     one SM's on-chip memory, or bad arguments."""
-    if not isinstance(device, Device):
-        raise AttnInputError(f"device must be a Device, got {type(device).__name__}")
+    device = check_device(device)
     check_choice("dtype", dtype, tuple(WORD_BYTES))
     which = check_choice("which", which, ("forward", "backward"))
     n, d = check_int("n", n), check_int("d", d)

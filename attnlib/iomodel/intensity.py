@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .._checks import AttnInputError, check_bool, check_choice, check_int
-from .causal import causal_score_count, flash_backward_causal_count, flash_forward_causal_count
+from .causal import causal_score_count
 from .flash import flash_backward_count, flash_forward_count
 from .tiling import check_dims
 
@@ -44,25 +44,22 @@ def attention_flops(n: int, d: int, *, m=None, d_v=None, which: str = "forward",
 
 
 def arithmetic_intensity(
-    n: int, d: int, M: int, *, m=None, d_v=None, which: str = "forward", causal=False
+    n: int, d: int, M: int, *, m=None, d_v=None, which: str = "forward", is_causal=False
 ) -> float:
     """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
-    :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count`,
-    :func:`flash_backward_count`, or their causal twins with the useful flops of the
-    :func:`causal_score_count` kept scores when ``causal``). Roughly 2·B_r for the forward
-    when n >> B_r: the number of query rows sharing each loaded K, V row. Raises
-    AttnInputError for arguments below 1, an unknown ``which``, or an intensity beyond the
-    float range."""
+    :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count` or
+    :func:`flash_backward_count`, with ``is_causal`` passed on; a causal pass counts the useful
+    flops of the :func:`causal_score_count` kept scores). Roughly 2·B_r for the forward when
+    n >> B_r: the number of query rows sharing each loaded K, V row. Raises AttnInputError
+    for arguments below 1, an unknown ``which``, or an intensity beyond the float range."""
     n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     which = check_choice("which", which, ("forward", "backward"))
-    if check_bool("causal", causal):
-        kept = causal_score_count(n, m)
-        count = flash_forward_causal_count if which == "forward" else flash_backward_causal_count
-    else:
-        kept = None
-        count = flash_forward_count if which == "forward" else flash_backward_count
+    is_causal = check_bool("is_causal", is_causal)
+    kept = causal_score_count(n, m) if is_causal else None
+    count = flash_forward_count if which == "forward" else flash_backward_count
     flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
-    return _per_word(flops, count(n, d, M, m=m, d_v=d_v).total, "n, m and M are")
+    words = count(n, d, M, m=m, d_v=d_v, is_causal=is_causal).total
+    return _per_word(flops, words, "n, m and M are")
 
 
 class Intensity(NamedTuple):

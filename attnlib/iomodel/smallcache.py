@@ -153,19 +153,19 @@ def smallcache_forward(Q, K, V, *, M: int, scale=None, record: bool = False, uns
     """
     Q, K, V = check_qkv(Q, K, V)
     n, d = Q.shape
-    m, dv = V.shape
+    m, d_v = V.shape
     tau = check_scale(scale, d)
     b = smallcache_forward_tile(M)
-    Tn, Tm, Td, Tv = (ceil_div(x, b) for x in (n, m, d, dv))
+    Tn, Tm, Td, Tv = (ceil_div(x, b) for x in (n, m, d, d_v))
     check_machine_steps(Tn * Tm * (Td + Tv), "smallcache_forward")  # the tiles of two phases
     unshifted = check_bool("unshifted", unshifted)
     dtype = float_dtype(Q, K, V)
     check_run_logits(Q, K, tau, dtype)
     # S holds the scores (ours) or their exponentials (SY24's, unshifted)
-    outputs = {"S": (n, m), "lse": (n,), "O": (n, dv)}
+    outputs = {"S": (n, m), "lse": (n,), "O": (n, d_v)}
     mem = start_run(M, record, dtype, {"Q": Q, "K": K, "V": V}, outputs)
     rows, keys = block_ranges(n, b), block_ranges(m, b)
-    dcols, vcols = block_ranges(d, b), block_ranges(dv, b)
+    dcols, vcols = block_ranges(d, b), block_ranges(d_v, b)
 
     # Phase 1: the score matrix, tile by tile, with each row's max and sum kept on the fly.
     for I in rows:
@@ -235,12 +235,12 @@ def smallcache_forward_count(
     >>> smallcache_forward_count(1024, 64, 1024)
     IOCount(reads=15405056, writes=1115136, total=16520192, peak_fast=1008)
     """
-    n, d, M, m, dv = check_dims(n, d, M, m, d_v)
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     b = smallcache_forward_tile(M)
-    Tn, Tm, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(dv, b)
-    bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
-    reads = d * (n * Tm + m * Tn) + n * m * Tv + m * dv * Tn + n * Tv
-    writes = n * m + n + n * dv
+    Tn, Tm, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(d_v, b)
+    bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, d_v)
+    reads = d * (n * Tm + m * Tn) + n * m * Tv + m * d_v * Tn + n * Tv
+    writes = n * m + n + n * d_v
     peak = max(2 * bn + bn * bm + bn * bd + bm * bd, bn + bn * bv + bn * bm + bm * bv)
     return IOCount(reads, writes, peak)
 
@@ -290,10 +290,10 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     """
     Q, K, V, O, dO, lse = check_backward_inputs(Q, K, V, O, dO, lse, allow_masked_rows=False)
     n, d = Q.shape
-    m, dv = V.shape
+    m, d_v = V.shape
     tau = check_scale(scale, d)
     b = smallcache_backward_tile(M)
-    Tn, Tm, Td, Tv = (ceil_div(x, b) for x in (n, m, d, dv))
+    Tn, Tm, Td, Tv = (ceil_div(x, b) for x in (n, m, d, d_v))
     # phase 1's tiles (S and dP), then the three products dV, dQ, dK
     steps = Tn * Tm * (Td + Tv) + Tm * Tv * Tn + 2 * Tn * Td * Tm + Tn * Tv
     check_machine_steps(steps, "smallcache_backward")
@@ -301,10 +301,10 @@ def smallcache_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record: bool
     check_run_logits(Q, K, tau, dtype)
     slack_terms = _lse_slack_terms(dtype, d, m, tau, max_row_norm(K))
     inputs = {"Q": Q, "K": K, "V": V, "O": O, "dO": dO, "lse": lse}
-    outputs = {"P": (n, m), "dS": (n, m), "dQ": (n, d), "dK": (m, d), "dV": (m, dv)}
+    outputs = {"P": (n, m), "dS": (n, m), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
     mem = start_run(M, record, dtype, inputs, outputs)
     rows, keys = block_ranges(n, b), block_ranges(m, b)
-    dcols, vcols = block_ranges(d, b), block_ranges(dv, b)
+    dcols, vcols = block_ranges(d, b), block_ranges(d_v, b)
 
     # Phase 1: P and dS, tile by tile, both score-shaped products fused per tile (I, J).
     for I in rows:
@@ -374,22 +374,22 @@ def smallcache_backward_count(
     >>> smallcache_backward_tile(1024), smallcache_backward_count(1024, 64, 1024).total
     (15, 49808384)
     """
-    n, d, M, m, dv = check_dims(n, d, M, m, d_v)
+    n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     b = smallcache_backward_tile(M)
-    Tn, Tm, Td, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(d, b), ceil_div(dv, b)
-    bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, dv)
+    Tn, Tm, Td, Tv = ceil_div(n, b), ceil_div(m, b), ceil_div(d, b), ceil_div(d_v, b)
+    bn, bm, bd, bv = min(b, n), min(b, m), min(b, d), min(b, d_v)
     reads = (
         n
-        + 2 * n * dv
-        + (d + dv) * (n * Tm + m * Tn)
+        + 2 * n * d_v
+        + (d + d_v) * (n * Tm + m * Tn)
         + n * m * Tv
-        + n * dv * Tm
+        + n * d_v * Tm
         + n * m * Td
         + m * d * Tn
         + n * m * Td
         + n * d * Tm
     )
-    writes = 2 * n * m + n * d + m * d + m * dv
+    writes = 2 * n * m + n * d + m * d + m * d_v
     peak = max(
         2 * bn + 2 * bn * bv,  # D_I
         2 * bn + bn * bm + bn * bd + bm * bd,  # S_IJ

@@ -4,9 +4,8 @@ Index ranges of blocks and tiles, ceiling division and the floor sums that count
 a causal pass in closed form, the argument set (n, d, M, m, d_v) of a closed-form count, a pair
 of block sizes given or chosen by a rule, the refusal of logits that overflow, and the start
 and end of a run: inputs placed and outputs zeroed in slow memory, then the results read back
-with the count. The schedules in :mod:`.flash`, :mod:`.standard`, :mod:`.smallcache`,
-:mod:`.matmul`, :mod:`.causal` and :mod:`.gqa` are written with these, so that each reads as
-its loop nest.
+with the count. The schedules in :mod:`.flash`, :mod:`.standard`, :mod:`.smallcache` and
+:mod:`.matmul` are written with these, so that each reads as its loop nest.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ __all__ = [
     "check_machine_steps",
     "start_run",
     "tiled_product",
+    "store_constant",
     "finish_run",
 ]
 
@@ -182,8 +182,8 @@ def check_run_logits(Q, K, tau: float, dtype, *, query: str = "Q") -> None:
 
 
 #: The most block steps (loads of a block with the work on it) a schedule runs on the
-#: machine. A step is a few numpy calls, 50-120 µs, so this is one to two minutes; a larger
-#: run is refused before it starts. Its closed-form count (``*_count``) gives its words at
+#: machine. A step is a few numpy calls, so this bounds a run to minutes; a larger run is
+#: refused before it starts. Its closed-form count (``*_count``) gives its words at
 #: any size, in constant time.
 MAX_MACHINE_STEPS = 10**6
 
@@ -235,6 +235,20 @@ def tiled_product(
                 mem.free(a, b)
             mem.store(out, R, C, acc if factor is None else factor * acc)
             mem.free(acc)
+
+
+def store_constant(mem, rows, dtype, **blocks) -> None:
+    """Store constant blocks ``name=(width, value)`` (width None: a vector) into ``rows`` of
+    the slow arrays ``name``, all live in fast memory at once: the outputs of a block row or
+    column that a mask empties."""
+    r = span(rows)
+    fast = [
+        (name, mem.alloc(r if w is None else (r, w), dtype=dtype, fill=value))
+        for name, (w, value) in blocks.items()
+    ]
+    for name, block in fast:
+        mem.store(name, rows, None, block)
+    mem.free(*(block for _, block in fast))
 
 
 def finish_run(mem: TwoLevelMemory, names, record: bool) -> tuple:

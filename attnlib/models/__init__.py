@@ -2,67 +2,55 @@
 
 * :mod:`attnlib.models.minilm`: all-MiniLM-L6-v2 (a 6-layer BERT) in numpy, with every
   head's Q, K and V; :mod:`attnlib.models.corpus`: the fixed text the chapter measures;
-* :mod:`attnlib.models.stack`: a stack of L BERT layers with a hand-written backward pass and
-  a pluggable attention kernel from :mod:`attnlib.models.kernels` (exact or approximate);
+* :mod:`attnlib.models.kernels`: softmax attention of one head as a pluggable kernel, the
+  standard algorithm (:data:`STANDARD`) or the polynomial method's approximation;
+* :mod:`attnlib.models.stack`: a stack of L BERT layers with a hand-written backward pass that
+  runs every head through a kernel;
 * :mod:`attnlib.models.depth`: the error of an approximate gradient through the stack, and
   how it grows with depth;
 * :mod:`attnlib.models.quantize`: int8 rounding of a head's Q and K.
 
-Importing this package loads no weights; :func:`load_minilm` does, once per process.
+The names a chapter or a reader's experiment uses are importable from this package too.
+Importing it loads no weights; :func:`load_minilm` does, once per process.
 """
 
-from .depth import (
-    EXACT,
+from .corpus import corpus_chunks, load_corpus
+from .depth import GradientError, Growth, classify_growth, exact_reference, gradient_errors
+from .kernels import (
+    STANDARD,
     AttentionKernel,
-    AttentionStack,
-    GradientError,
-    Growth,
-    classify_growth,
     dense_polynomial_kernel,
-    exact_kernel,
-    exact_reference,
-    gradient_errors,
-    kernel_from_functions,
     observed_range_kernel,
-    random_stack,
-    stack_from_minilm,
     with_fallback,
 )
-from .minilm import (
-    INSTALL_COMMAND,
-    BertRun,
-    MiniLM,
-    ModelNotInstalledError,
-    corpus_chunks,
-    load_corpus,
-    load_minilm,
-    model_dir,
-)
+from .minilm import BertRun, MiniLM, ModelNotInstalledError, load_minilm, stack_from_minilm
 from .quantize import int8_round
+from .stack import AttentionStack, random_stack
 
 __all__ = [
-    "EXACT",
-    "INSTALL_COMMAND",
-    "AttentionKernel",
-    "GradientError",
-    "Growth",
-    "classify_growth",
-    "AttentionStack",
-    "BertRun",
+    # minilm, corpus
     "MiniLM",
+    "BertRun",
     "ModelNotInstalledError",
+    "load_minilm",
+    "stack_from_minilm",
+    "load_corpus",
     "corpus_chunks",
+    # kernels
+    "AttentionKernel",
+    "STANDARD",
     "dense_polynomial_kernel",
-    "exact_kernel",
+    "observed_range_kernel",
+    "with_fallback",
+    # stack
+    "AttentionStack",
+    "random_stack",
+    # depth
+    "GradientError",
     "exact_reference",
     "gradient_errors",
+    "Growth",
+    "classify_growth",
+    # quantize
     "int8_round",
-    "kernel_from_functions",
-    "load_corpus",
-    "load_minilm",
-    "model_dir",
-    "observed_range_kernel",
-    "random_stack",
-    "stack_from_minilm",
-    "with_fallback",
 ]

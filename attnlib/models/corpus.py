@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .._checks import AttnInputError, check_int
+from .minilm import MiniLM
 
 __all__ = ["load_corpus", "corpus_chunks"]
 
@@ -43,8 +44,6 @@ def corpus_chunks(model, n: int, *, count: int | None = None) -> np.ndarray:
     Raises :class:`attnlib.AttnInputError` if ``model`` is not a MiniLM, n is not an integer
     from 3 to the position table's size, or ``count`` exceeds the windows the corpus holds.
     """
-    from .minilm import MiniLM
-
     if not isinstance(model, MiniLM):
         raise AttnInputError(
             f"model must be a MiniLM (from load_minilm()), got {type(model).__name__}"

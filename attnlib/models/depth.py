@@ -5,10 +5,8 @@
 (:func:`exact_reference`) and once with the kernel under test in both passes of every layer,
 so every difference between the two gradients comes from the kernels. It reports the error
 after back-propagation through k = 1..L layers; :func:`classify_growth` reads such a curve
-as flat, polynomial or geometric by a stated rule.
-
-The kernels (:mod:`attnlib.models.kernels`) and the stack (:mod:`attnlib.models.stack`) are
-importable from here too.
+as flat, polynomial or geometric by a stated rule. The kernels are in
+:mod:`attnlib.models.kernels`, the stack in :mod:`attnlib.models.stack`.
 """
 
 from __future__ import annotations
@@ -27,22 +25,10 @@ from .._checks import (
     check_positive_real,
     check_shape,
 )
-from . import kernels
-from .kernels import *  # noqa: F403  (the kernels are importable from here too)
-from .kernels import EXACT, AttentionKernel, check_kernel
-from .minilm import stack_from_minilm
-from .stack import AttentionStack, random_stack
+from .kernels import STANDARD, AttentionKernel, check_kernel
+from .stack import AttentionStack
 
-__all__ = kernels.__all__ + [
-    "AttentionStack",
-    "GradientError",
-    "random_stack",
-    "stack_from_minilm",
-    "exact_reference",
-    "gradient_errors",
-    "Growth",
-    "classify_growth",
-]
+__all__ = ["GradientError", "exact_reference", "gradient_errors", "Growth", "classify_growth"]
 
 
 @dataclass(frozen=True)
@@ -168,7 +154,7 @@ def exact_reference(stack: AttentionStack, X, G):
     X = stack.check_input(X)
     G = as_float_array("G", G)
     check_shape("G", G, X.shape, "(n, D) like X")
-    out = _Reference(stack.backward(stack.forward(X, EXACT)[1], G, EXACT, return_hidden=True))
+    out = _Reference(stack.backward(stack.forward(X, STANDARD)[1], G, STANDARD, return_hidden=True))
     out.layers = tuple(stack.layers)
     out.x_digest = _digest(X)
     return out
@@ -189,6 +175,8 @@ def gradient_errors(
     Examples
     --------
     >>> import functools, attnlib.polymethod as pm
+    >>> from attnlib.models.kernels import dense_polynomial_kernel
+    >>> from attnlib.models.stack import random_stack
     >>> stack = random_stack(3, 8, 2, seed=0)
     >>> X, G = np.random.default_rng(0).normal(size=(2, 5, 8))
     >>> kernel = dense_polynomial_kernel(functools.partial(pm.exp_poly, eps=1e-2))

@@ -4,12 +4,11 @@ A kernel is a pair of functions ``forward(Q, K, V, scale) -> O`` and
 ``backward(Q, K, V, dO, scale) -> (dQ, dK, dV)``, so that a stack of layers can run with
 exact attention or with an approximation in both passes:
 
-* :data:`EXACT` uses the core, :func:`attnlib.attention_forward` and
-  :func:`attnlib.attention_backward`;
-* :func:`kernel_from_functions` wraps any pair with that signature, e.g. the polynomial
-  method's ``pm.approx_attention`` / ``pm.approx_attention_backward`` (AS24 §D in QKV form);
-* :func:`dense_polynomial_kernel` evaluates the same polynomial-method quantities densely on
-  the n×m scores, and :func:`observed_range_kernel` does so on the range the logits span;
+* :data:`STANDARD` is the standard (materialising) algorithm of the core,
+  :func:`attnlib.attention_forward` and :func:`attnlib.attention_backward`;
+* :func:`dense_polynomial_kernel` evaluates the polynomial method's attention and gradient
+  (AS24 §D in QKV form) densely on the n×m scores, and :func:`observed_range_kernel` does so
+  on the range the logits span;
 * :func:`with_fallback` tries a kernel and falls back to another where the first refuses.
 
 The module imports only the core: approximate kernels are passed in by the caller.
@@ -38,9 +37,8 @@ from ..logits import logit_range, round_up_to_grid
 
 __all__ = [
     "AttentionKernel",
-    "EXACT",
-    "exact_kernel",
-    "kernel_from_functions",
+    "check_kernel",
+    "STANDARD",
     "dense_polynomial_kernel",
     "observed_range_kernel",
     "with_fallback",
@@ -93,40 +91,41 @@ def check_kernel(kernel) -> AttentionKernel:
     return kernel
 
 
-def _exact_forward(Q, K, V, scale):
+def _standard_forward(Q, K, V, scale):
     return attention_forward(Q, K, V, scale=scale)[0]
 
 
-def _exact_backward(Q, K, V, dO, scale):
+def _standard_backward(Q, K, V, dO, scale):
     O, lse = attention_forward(Q, K, V, scale=scale)
     return attention_backward(Q, K, V, O, dO, lse, scale=scale)
 
 
-def exact_kernel() -> AttentionKernel:
-    """A fresh exact kernel (the core's forward and FlashAttention-equation backward).
+def _standard_kernel() -> AttentionKernel:
+    """A fresh kernel of the standard algorithm (the core's forward and
+    FlashAttention-equation backward), with statistics of its own.
 
     Raises nothing: it takes no arguments. The kernel's functions raise
     :class:`attnlib.AttnInputError` on bad Q, K, V, dO or scale, as the core does.
 
     Examples
     --------
-    >>> k = exact_kernel()
+    >>> k = _standard_kernel()
     >>> k.forward(np.ones((2, 4)), np.ones((3, 4)), np.eye(3, 2), 0.5).round(3).tolist()
     [[0.333, 0.333], [0.333, 0.333]]
     """
-    return AttentionKernel("exact", _exact_forward, _exact_backward)
+    return AttentionKernel("standard", _standard_forward, _standard_backward)
 
 
-#: The exact kernel (shared instance; use :func:`exact_kernel` for private statistics).
-EXACT = exact_kernel()
+#: The standard algorithm's kernel: exact softmax attention by the core (shared instance).
+STANDARD = _standard_kernel()
 
 
-def kernel_from_functions(name: str, forward_fn, backward_fn, **kwargs) -> AttentionKernel:
+def _kernel_from_functions(name: str, forward_fn, backward_fn, **kwargs) -> AttentionKernel:
     """Wrap ``forward_fn(Q, K, V, *, scale, **kwargs) -> O`` and
-    ``backward_fn(Q, K, V, dO, *, scale, **kwargs) -> (dQ, dK, dV, ...)`` as a kernel.
-
-    Example: ``kernel_from_functions("AS24", pm.approx_attention,
-    pm.approx_attention_backward, eps=1e-3)``.
+    ``backward_fn(Q, K, V, dO, *, scale, **kwargs) -> (dQ, dK, dV, ...)`` as a kernel, e.g.
+    ``_kernel_from_functions("AS24", pm.approx_attention, pm.approx_attention_backward,
+    eps=1e-3)``: the factored polynomial method, which :func:`dense_polynomial_kernel` equals
+    to rounding (tested).
 
     Raises :class:`attnlib.AttnInputError` if ``name`` is not a non-empty string or either
     function is not callable; the kernel's functions raise it if ``forward_fn`` does not
@@ -279,7 +278,7 @@ def dense_polynomial_kernel(
     >>> k = dense_polynomial_kernel(functools.partial(pm.exp_poly, eps=1e-3))
     >>> Q = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> O = k.forward(Q, Q, np.eye(2), 1.0)
-    >>> bool(np.abs(O - EXACT.forward(Q, Q, np.eye(2), 1.0)).max() < 1e-3), sorted(k.ranges)
+    >>> bool(np.abs(O - STANDARD.forward(Q, Q, np.eye(2), 1.0)).max() < 1e-3), sorted(k.ranges)
     (True, [1.0])
     """
 
@@ -316,8 +315,9 @@ def observed_range_kernel(
 
 
 def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = None):
-    """``primary`` where it accepts the call, ``fallback`` (default exact) where it raises
-    :class:`attnlib.AttnInputError`. ``stats`` counts ``"calls"`` and ``"fallbacks"`` per pass
+    """``primary`` where it accepts the call, ``fallback`` where it raises
+    :class:`attnlib.AttnInputError` (by default a fresh kernel of :data:`STANDARD`'s algorithm,
+    with statistics of its own). ``stats`` counts ``"calls"`` and ``"fallbacks"`` per pass
     (``"forward calls"``, ``"forward fallbacks"``, ...).
 
     Raises :class:`attnlib.AttnInputError` if ``primary`` is not an :class:`AttentionKernel`
@@ -325,7 +325,7 @@ def with_fallback(primary: AttentionKernel, fallback: AttentionKernel | None = N
     """
     if not isinstance(primary, AttentionKernel):
         raise AttnInputError(f"primary must be an AttentionKernel, got {type(primary).__name__}")
-    fallback = exact_kernel() if fallback is None else fallback
+    fallback = _standard_kernel() if fallback is None else fallback
     if not isinstance(fallback, AttentionKernel):
         raise AttnInputError(
             f"fallback must be an AttentionKernel or None, got {type(fallback).__name__}"

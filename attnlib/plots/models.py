@@ -1,4 +1,5 @@
-"""Figures of Part IV, the evidence (Chapter 9): real heads, deep stacks, the decision map."""
+"""Figures of Part IV, the evidence (Chapter 9): real heads and deep stacks. The decision map
+and the methods' costs are in :mod:`attnlib.plots.advice`."""
 
 from __future__ import annotations
 
@@ -7,11 +8,18 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, as_float_array, check_choice, check_int, check_open_unit
-from . import add_takeaway
+from .._checks import (
+    AttnInputError,
+    as_dict,
+    as_float_array,
+    as_series,
+    check_int,
+    check_open_unit,
+    check_real,
+)
+from .style import add_takeaway
 
 __all__ = [
-    "DECISION_COLORS",
     "LOGIT_QUANTILES",
     "logit_distribution_figure",
     "entry_bound_figure",
@@ -19,14 +27,8 @@ __all__ = [
     "threshold_sweep_figure",
     "polynomial_accuracy_figure",
     "depth_error_figure",
-    "decision_map_figure",
-    "method_costs_figure",
-    "method_costs_at",
 ]
 
-
-#: One colour per method of attnlib.advice.METHODS (exact, flash, smallcache, polynomial).
-DECISION_COLORS = ("#7f7f7f", "#1f77b4", "#d62728", "#2ca02c")
 
 #: The quantiles of a head's logits that :func:`logit_distribution_figure` draws: whiskers at
 #: 0.1% and 99.9%, the box from 25% to 75%, the median.
@@ -40,45 +42,6 @@ _MAX_N = 2**62
 
 def _colors() -> list:
     return plt.rcParams["axes.prop_cycle"].by_key()["color"]
-
-
-def _vector(name: str, values, *, allow_nan: bool = False) -> np.ndarray:
-    """A 1-D float64 array of numbers (NaN allowed only with ``allow_nan``)."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the floats
-        raise AttnInputError(f"{name} must be a sequence of numbers, got {values!r:.60}") from None
-    arr = as_float_array(name, arr, ndim=1, allow_nonfinite=allow_nan)
-    if np.isinf(arr).any():
-        raise AttnInputError(f"{name} must hold finite numbers (or NaN for a missing point)")
-    return arr
-
-
-def _range(name: str, value) -> tuple[float, float]:
-    """A pair (lo, hi) of positive numbers with lo ≤ hi."""
-    pair = _vector(name, value)
-    if pair.size != 2 or not 0 < pair[0] <= pair[1]:
-        raise AttnInputError(f"{name} must be a pair (lo, hi) with 0 < lo <= hi, got {value!r:.60}")
-    return float(pair[0]), float(pair[1])
-
-
-def _mapping(name: str, value) -> dict:
-    if not isinstance(value, dict) or not value:
-        raise AttnInputError(f"{name} must be a non-empty dict, got {type(value).__name__}")
-    return value
-
-
-def _per_head(name: str, table) -> dict:
-    """``{n: (L, H) array}`` with one shape for every n."""
-    table = _mapping(name, table)
-    out = {
-        check_int(f"{name} key", n, minimum=2): as_float_array(f"{name}[{n}]", a)
-        for n, a in table.items()
-    }
-    shapes = {a.shape for a in out.values()}
-    if len(shapes) != 1:
-        raise AttnInputError(f"{name} must hold (L, H) arrays of one shape, got {sorted(shapes)}")
-    return out
 
 
 def logit_distribution_figure(quantiles, extremes, *, n: int):
@@ -146,10 +109,15 @@ def entry_bound_figure(B_heads, R_observed):
     Raises :class:`attnlib.AttnInputError` unless both are non-empty dicts with the same
     integer keys ≥ 2 and finite (L, H) arrays of one shape.
     """
-    B = _per_head("B_heads", B_heads)
-    R = _per_head("R_observed", R_observed)
-    if list(B) != list(R) or next(iter(B.values())).shape != next(iter(R.values())).shape:
-        raise AttnInputError("B_heads and R_observed must have the same lengths n and shapes")
+    B, R = (
+        as_dict(name, table, of="n -> (L, H) arrays", check_value=as_float_array)
+        for name, table in (("B_heads", B_heads), ("R_observed", R_observed))
+    )
+    B = {check_int("B_heads key", n, minimum=2): a for n, a in B.items()}
+    if list(B) != list(R) or len({a.shape for a in (*B.values(), *R.values())}) != 1:
+        raise AttnInputError(
+            "B_heads and R_observed must have the same lengths n and one (L, H) shape"
+        )
     colors = _colors()
     L = next(iter(B.values())).shape[0]
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -184,15 +152,17 @@ def int8_rounding_figure(B_ratio, errors):
     Raises :class:`attnlib.AttnInputError` unless both are non-empty dicts with the same keys
     in (0, 1] and equal-length sequences of positive numbers.
     """
-    B_ratio, errors = _mapping("B_ratio", B_ratio), _mapping("errors", errors)
-    if list(B_ratio) != list(errors):
-        raise AttnInputError("B_ratio and errors must have the same clip quantiles as keys")
+    B_ratio = as_dict("B_ratio", B_ratio, of="clip quantile -> ratios", check_value=as_series)
+    errors = as_dict("errors", errors, of="clip quantile -> errors", keys=B_ratio, like="B_ratio")
+    for c, b in B_ratio.items():
+        check_real("B_ratio's key c", c, minimum=0, maximum=1, open_minimum=True)
+        errors[c] = as_series(
+            f"errors[{c!r}]", errors[c], size=b.size, like=f"B_ratio[{c!r}]", positive=True
+        )
     colors = _colors()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    for k, c in enumerate(B_ratio):
-        b, e = _vector(f"B_ratio[{c}]", B_ratio[c]), _vector(f"errors[{c}]", errors[c])
-        if b.shape != e.shape or (e <= 0).any() or not 0 < c <= 1:
-            raise AttnInputError(f"B_ratio[{c}] and errors[{c}] must pair positive errors per head")
+    for k, (c, b) in enumerate(B_ratio.items()):
+        e = errors[c]
         label = "no clipping" if c == 1 else f"clip at {100 * c:g}th pct."
         ax.scatter(b, e, s=10, color=colors[k], label=label, alpha=0.7)
     ax.set_yscale("log")
@@ -222,15 +192,17 @@ def threshold_sweep_figure(B_grid, ranks, errors, *, n: int, degree: int, eps: f
     B or errors, n (at most 2⁶²) or degree not a positive integer, or a B_range that is not
     (lo, hi).
     """
-    B = _vector("B_grid", B_grid)
-    r = _vector("ranks", ranks, allow_nan=True)
-    e = _vector("errors", errors)
+    B = as_series("B_grid", B_grid, positive=True)
+    r = as_series("ranks", ranks, positive=True, missing=True)
+    e = as_series("errors", errors, positive=True)
+    if not r.size == e.size == B.size:
+        raise AttnInputError("B_grid, ranks and errors must be sequences of one length")
     # n² is drawn: a sequence length held in int64 keeps it a float
     n, degree = check_int("n", n, maximum=_MAX_N), check_int("degree", degree)
-    lo, hi = _range("B_range", B_range)
+    lo, hi = as_series("B_range", B_range, size=2, positive=True)
+    if lo > hi:
+        raise AttnInputError(f"B_range must be (lo, hi) with lo <= hi, got {B_range!r:.60}")
     eps = check_open_unit("eps", eps)
-    if not (r.shape == e.shape == B.shape) or (B <= 0).any() or (e <= 0).any():
-        raise AttnInputError("B_grid, ranks and errors must be equal-length positive sequences")
     colors = _colors()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.6, 3.8))
     a1.semilogy(B, r, "o-", label=rf"rank $\binom{{g+d}}{{d}}$, $\varepsilon={eps:g}$")
@@ -266,22 +238,22 @@ def polynomial_accuracy_figure(ranges, forward, gradient):
     Raises :class:`attnlib.AttnInputError` unless the three are dicts with the same keys ε in
     (0, 1) and equal-length sequences of positive numbers.
     """
-    ranges, forward, gradient = (
-        _mapping(name, v)
-        for name, v in (("ranges", ranges), ("forward", forward), ("gradient", gradient))
+    ranges = as_dict("ranges", ranges, of="eps -> ranges", check_value=as_series)
+    forward, gradient = (
+        as_dict(name, v, of="eps -> errors", keys=ranges, like="ranges")
+        for name, v in (("forward", forward), ("gradient", gradient))
     )
-    if not list(ranges) == list(forward) == list(gradient):
-        raise AttnInputError("ranges, forward and gradient must have the same accuracies as keys")
+    for eps, R in ranges.items():
+        check_open_unit("ranges' key eps", eps)
+        for name, errs in (("forward", forward), ("gradient", gradient)):
+            errs[eps] = as_series(
+                f"{name}[{eps!r}]", errs[eps], size=R.size, like=f"ranges[{eps!r}]", positive=True
+            )
     colors = _colors()
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
     worst = 0.0
-    for k, eps in enumerate(ranges):
-        R, f, g = (
-            _vector(f"{nm}[{eps}]", v[eps])
-            for nm, v in (("ranges", ranges), ("forward", forward), ("gradient", gradient))
-        )
-        if not (R.shape == f.shape == g.shape) or not 0 < eps < 1:
-            raise AttnInputError(f"ranges, forward and gradient at eps={eps} must pair up per head")
+    for k, (eps, R) in enumerate(ranges.items()):
+        f, g = forward[eps], gradient[eps]
         ax.scatter(
             R, f, s=14, color=colors[k], marker="o", label=rf"forward, $\varepsilon={eps:g}$"
         )
@@ -312,9 +284,16 @@ def depth_error_figure(errors):
     """
     from ..models.depth import classify_growth
 
-    errors = _mapping("errors", errors)
+    errors = as_dict(
+        "errors",
+        errors,
+        of="(stack name, eps) -> errors",
+        check_value=lambda label, e: as_series(label, e, min_size=3, positive=True),
+    )
     if not all(isinstance(k, tuple) and len(k) == 2 for k in errors):
         raise AttnInputError("errors must be keyed by (stack name, eps) pairs")
+    for _, eps in errors:
+        check_open_unit("errors' key eps", eps)
     names = list(dict.fromkeys(name for name, _ in errors))
     colors = _colors()
     fig, axes = plt.subplots(
@@ -323,7 +302,7 @@ def depth_error_figure(errors):
     ratios = []
     for ax, name in zip(axes[0], names, strict=True):
         for k, eps in enumerate(e for nm, e in errors if nm == name):
-            e = _vector(f"errors[{name!r}, {eps}]", errors[name, eps])
+            e = errors[name, eps]
             growth = classify_growth(e)
             ratios.append(growth.ratio)
             ax.semilogy(
@@ -344,171 +323,3 @@ def depth_error_figure(errors):
         f"After the last layer the error is at most {max(ratios):.1f} × its value after one layer.",
     )
     return fig
-
-
-def decision_map_figure(ns, Bs, maps, *, methods, eps, M, threshold=True, title=None, band=None):
-    """The (n, B) plane coloured by the method :func:`attnlib.advise` recommends (Chapter 9).
-
-    ``maps`` is ``{d: grid}`` with each grid from :func:`attnlib.advice.decision_map`
-    (rows = ``Bs``, columns = ``ns``, entries = indices into ``methods``); one panel per d,
-    side by side. With ``threshold=True`` the curve B = √(ln n) is drawn dashed. ``title``
-    replaces the default title; ``band`` = (lo, hi) hatches a range of B (the B of MiniLM's
-    heads). The takeaway gives the largest B at which the polynomial method is recommended.
-    Returns the Figure.
-
-    Raises :class:`attnlib.AttnInputError` if ``ns`` or ``Bs`` is not a sequence of positive
-    numbers, a key d of ``maps`` is not a positive integer, a grid's shape is not
-    (len(Bs), len(ns)) or its entries are not indices into ``methods``, ``eps`` is not in
-    (0, 1), M is not an integer from 1 to 2⁶², or ``band`` is not (lo, hi). A single n or B
-    is drawn as one cell a factor 2 wide.
-    """
-    from matplotlib.colors import BoundaryNorm, ListedColormap
-    from matplotlib.patches import Patch
-
-    ns, Bs = _vector("ns", ns), _vector("Bs", Bs)
-    maps = _mapping("maps", maps)
-    methods = tuple(methods)
-    if not 0 < len(methods) <= len(DECISION_COLORS) or (ns <= 0).any() or (Bs <= 0).any():
-        raise AttnInputError("ns and Bs must be positive and methods name at most four methods")
-    for d, grid in maps.items():
-        grid = np.asarray(grid)
-        if (
-            grid.shape != (Bs.size, ns.size)
-            or grid.dtype.kind not in "iu"
-            or not ((grid >= 0) & (grid < len(methods))).all()
-        ):
-            raise AttnInputError(f"maps[{d}] must be a (len(Bs), len(ns)) grid of method indices")
-    eps, M = check_open_unit("eps", eps), check_int("M", M, maximum=_MAX_N)
-    for d in maps:
-        check_int("maps' key d", d)
-    cmap = ListedColormap(DECISION_COLORS[: len(methods)])
-    norm = BoundaryNorm(np.arange(len(methods) + 1) - 0.5, cmap.N)
-    fig, axes = plt.subplots(1, len(maps), figsize=(3.4 * len(maps) + 0.6, 3.9), sharey=True)
-    axes = np.atleast_1d(axes)
-
-    def edges(v):
-        if v.size == 1:  # one cell: a factor 2 either side
-            return np.array([v[0] / 2, v[0] * 2])
-        lv = np.log(v)
-        mid = (lv[1:] + lv[:-1]) / 2
-        return np.exp(np.concatenate([[2 * lv[0] - mid[0]], mid, [2 * lv[-1] - mid[-1]]]))
-
-    for ax, (d, grid) in zip(axes, maps.items(), strict=True):
-        ax.pcolormesh(edges(ns), edges(Bs), grid, cmap=cmap, norm=norm, shading="flat")
-        if threshold:
-            nn = np.geomspace(ns[0], ns[-1], 200)
-            ax.plot(nn, np.sqrt(np.log(nn)), "k--", lw=1.4)
-        if band is not None:
-            lo, hi = _range("band", band)
-            ax.axhspan(lo, hi, facecolor="none", edgecolor="white", hatch="//", lw=0)
-            ax.text(ns[0] * 1.3, lo * 1.05, "MiniLM's heads", color="white", fontsize=8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("sequence length n (tokens)")
-        ax.set_title(f"d = {d}  (M = {M} words = {M / (d * d):g}·d²)", fontsize=10)
-        ax.grid(False)
-    axes[0].set_ylabel("entry bound B (AS24 convention)")
-    handles = [Patch(color=DECISION_COLORS[i], label=m) for i, m in enumerate(methods)]
-    if threshold:
-        handles.append(plt.Line2D([], [], color="k", ls="--", label=r"$B=\sqrt{\ln n}$"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=9)
-    default = f"Fastest method by the cost model of attnlib.advice (ε = {eps:g})"
-    fig.suptitle(default if title is None else title, fontsize=11)
-    if "polynomial" in methods:
-        poly = methods.index("polynomial")
-        rows = [
-            i
-            for grid in maps.values()
-            for i in range(Bs.size)
-            if (np.asarray(grid)[i] == poly).any()
-        ]
-        text = (
-            f"The polynomial method wins only at B ≤ {Bs[max(rows)]:.2g}."
-            if rows
-            else "The polynomial method wins nowhere on this map."
-        )
-        add_takeaway(fig, text)
-    return fig
-
-
-def method_costs_figure(advice, *, machine: str = ""):
-    """The four methods' costs at one point, as bars on a log scale (Chapter 9's widget).
-
-    ``advice`` is the :class:`attnlib.advice.Advice` of one call of :func:`attnlib.advise`;
-    the recommended method's bar is highlighted and infeasible methods are marked.
-    ``machine`` names the machine in the title. Returns the Figure.
-
-    Raises :class:`attnlib.AttnInputError` if ``advice`` is not an Advice or ``machine`` is
-    not a string.
-    """
-    from matplotlib.patches import Patch
-
-    from ..advice import METHODS, Advice
-
-    if not isinstance(advice, Advice):
-        raise AttnInputError(
-            f"advice must be an attnlib.advice.Advice, got {type(advice).__name__}"
-        )
-    if not isinstance(machine, str):
-        raise AttnInputError(f"machine must be a string, got {machine!r:.60}")
-    colors = _colors()
-    a = advice
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    # Numeric positions, so that every method keeps its place and its tick label even when it
-    # has no bar; an infeasible method is labelled inside the axes, from the bottom.
-    x = np.arange(len(METHODS))
-    feasible = np.array([c.feasible for c in a.costs])
-    costs = np.array([c.cost for c in a.costs], dtype=float)
-    bar_colors = [colors[1] if m == a.method else colors[0] for m in METHODS]
-    ax.bar(x[feasible], costs[feasible], color=[bar_colors[i] for i in x[feasible]])
-    for i in x[~feasible]:
-        ax.text(
-            i,
-            0.03,
-            "infeasible",
-            ha="center",
-            va="bottom",
-            rotation=90,
-            fontsize=8,
-            color="0.35",
-            transform=ax.get_xaxis_transform(),
-        )
-    ax.set_xticks(x, METHODS)
-    ax.set_xlim(-0.5, len(METHODS) - 0.5)
-    ax.set_yscale("log")
-    ax.set_ylabel("cost (flop-equivalents)")
-    ax.set_xlabel("method")
-    ax.legend(
-        handles=[
-            Patch(color=colors[1], label="recommended"),
-            Patch(color=colors[0], label="other methods"),
-        ],
-        fontsize=8,
-    )
-    n_text = f"2^{int(math.log2(a.n))}" if a.n & (a.n - 1) == 0 else f"{a.n:,}"
-    ax.set_title(
-        f"{machine + ': ' if machine else ''}n = {n_text}, d = {a.d}, B = {a.B:g}, "
-        f"eps = {a.eps:g}: use {a.method}",
-        fontsize=9,
-    )
-    add_takeaway(fig, f"Recommended: {a.method} ({a.reason}).")
-    return fig
-
-
-def method_costs_at(log2_n: int, d: int, B: float, machine: str, eps_exp: int):
-    """Chapter 9's live figure: :func:`method_costs_figure` of :func:`attnlib.advise` at
-    n = 2**log2_n, head dimension d, entry bound B and eps = 10**-eps_exp on ``machine``, a
-    name of :data:`attnlib.machines.BOOK_MACHINES`.
-
-    Raises :class:`attnlib.AttnInputError` if ``machine`` is not such a name, ``log2_n`` not
-    an integer from 1 to 62, ``eps_exp`` not one from 1 to 300, or :func:`attnlib.advise`
-    refuses d or B."""
-    from ..advice import advise
-    from ..machines import BOOK_MACHINES
-
-    check_choice("machine", machine, tuple(BOOK_MACHINES))
-    log2_n = check_int("log2_n", log2_n, maximum=62)
-    eps_exp = check_int("eps_exp", eps_exp, maximum=300)  # eps = 10^-eps_exp, a positive float
-    return method_costs_figure(
-        advise(2**log2_n, d, B, 10.0**-eps_exp, **BOOK_MACHINES[machine]), machine=machine
-    )

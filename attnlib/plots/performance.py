@@ -12,20 +12,16 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, as_real_array, check_choice, check_int
+from .._checks import as_entries, as_series, check_choice, check_int
 from ..results import read_benchmark_csv
-from . import add_takeaway
+from .style import add_takeaway
 
 __all__ = [
-    "BENCH_IMPLS",
-    "BENCH_COLORS",
-    "BENCH_LABELS",
     "read_benchmark_csv",
     "median_seconds",
     "torch_seconds",
     "flash_vs_torch",
     "heads_vs_torch",
-    "benchmark_times",
     "benchmark_figure",
     "benchmark_ratio_figure",
     "benchmark_heads_figure",
@@ -33,27 +29,25 @@ __all__ = [
 ]
 
 
-BENCH_IMPLS = ("flash", "torch-flash", "torch-math", "numpy")
-BENCH_COLORS = {
+_BENCH_IMPLS = ("flash", "torch-flash", "torch-math", "numpy")
+_BENCH_COLORS = {
     "flash": "#1f77b4",
     "torch-flash": "#d62728",
     "torch-math": "#ff7f0e",
     "numpy": "#2ca02c",
 }
-BENCH_LABELS = {
+_BENCH_LABELS = {
     "flash": "attnlib.flash_* (numba)",
     "torch-flash": "torch SDPA, flash backend",
     "torch-math": "torch SDPA, math backend",
     "numpy": "attnlib exact (numpy)",
 }
-_TIMED = (*BENCH_IMPLS, "gemm")  # the matmul limit: one gemm of the same flops
+_TIMED = (*_BENCH_IMPLS, "gemm")  # the matmul limit: one gemm of the same flops
 _TORCH = ("torch-flash", "torch-math")
 
 
-def _check_rows(name: str, rows) -> list:
-    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, dict) for r in rows):
-        raise AttnInputError(f"{name} must be a list of rows (dicts) of read_benchmark_csv")
-    return list(rows)
+#: What the row arguments hold (for the messages that refuse them).
+_ROWS = "rows (dicts) of read_benchmark_csv"
 
 
 def median_seconds(rows, impl, dtype, n, d, threads, pass_name="fwd+bwd") -> float | None:
@@ -66,7 +60,7 @@ def median_seconds(rows, impl, dtype, n, d, threads, pass_name="fwd+bwd") -> flo
         if ``rows`` is not a list of dicts, ``impl`` is not a timed implementation, or a size
         is not a positive integer.
     """
-    rows = _check_rows("rows", rows)
+    rows = as_entries("rows", rows, of=_ROWS, entry_type=dict)
     check_choice("impl", impl, _TIMED)
     key = (impl, dtype, check_int("n", n), check_int("d", d), check_int("threads", threads))
     for r in rows:
@@ -100,7 +94,7 @@ def flash_vs_torch(rows) -> list[tuple]:
     AttnInputError
         if ``rows`` is not a list of dicts.
     """
-    rows = _check_rows("rows", rows)
+    rows = as_entries("rows", rows, of=_ROWS, entry_type=dict)
     shapes = {
         (r["dtype"], r["d"], r["threads"], r["n"])
         for r in rows
@@ -134,7 +128,7 @@ def heads_vs_torch(rows) -> list[tuple]:
     AttnInputError
         if ``rows`` is not a list of dicts.
     """
-    rows = _check_rows("rows", rows)
+    rows = as_entries("rows", rows, of=_ROWS, entry_type=dict)
     times: dict = {}
     for r in rows:
         if r["status"] == "ok" and r["pass"] == "fwd+bwd":
@@ -194,7 +188,7 @@ def benchmark_heads_figure(rows, *, takeaway=None):
     return fig
 
 
-def benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict:
+def _benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict:
     """{(impl, threads): (ns, median seconds)} from the rows of attention_time.csv.
 
     Raises
@@ -202,7 +196,7 @@ def benchmark_times(rows, *, dtype="float32", d=64, pass_name="fwd+bwd") -> dict
     AttnInputError
         if ``rows`` is not a list of dicts or ``d`` is not a positive integer.
     """
-    rows = _check_rows("rows", rows)
+    rows = as_entries("rows", rows, of=_ROWS, entry_type=dict)
     d = check_int("d", d)
     out: dict = {}
     for r in rows:
@@ -238,21 +232,21 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64, takeaway=
         if the rows are not lists of dicts, ``dtype`` is not "float32" or "float64", or ``d``
         is not a positive integer.
     """
-    memory_rows = _check_rows("memory_rows", memory_rows)
+    memory_rows = as_entries("memory_rows", memory_rows, of=_ROWS, entry_type=dict)
     check_choice("dtype", dtype, ("float32", "float64"))
     fig, axes = plt.subplots(1, 3, figsize=(14.5, 4.3))
-    times = benchmark_times(time_rows, dtype=dtype, d=d)
+    times = _benchmark_times(time_rows, dtype=dtype, d=d)
     threads = sorted({t for _, t in times})
     style = {t: ("-" if t == max(threads) else "--") for t in threads}
     ax = axes[0]
-    order = {impl: k for k, impl in enumerate(BENCH_IMPLS)}
+    order = {impl: k for k, impl in enumerate(_BENCH_IMPLS)}
     for (impl, t), (ns, secs) in sorted(
         times.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])
     ):
-        if impl not in BENCH_LABELS:  # e.g. the matmul-limit gemm, timed at one n only
+        if impl not in _BENCH_LABELS:  # e.g. the matmul-limit gemm, timed at one n only
             continue
-        label = f"{BENCH_LABELS[impl]}, {t} thr."
-        ax.loglog(ns, secs, style[t], marker="o", color=BENCH_COLORS.get(impl), label=label)
+        label = f"{_BENCH_LABELS[impl]}, {t} thr."
+        ax.loglog(ns, secs, style[t], marker="o", color=_BENCH_COLORS.get(impl), label=label)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("sequence length n")
     ax.set_ylabel("forward + backward time (s, median)")
@@ -272,8 +266,8 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64, takeaway=
             if not common:
                 continue
             ratio = [fsecs[list(fns).index(n)] / psecs[list(pns).index(n)] for n in common]
-            label = f"÷ {BENCH_LABELS[peer]}, {t} thr."
-            ax.plot(common, ratio, style[t], marker="o", color=BENCH_COLORS[peer], label=label)
+            label = f"÷ {_BENCH_LABELS[peer]}, {t} thr."
+            ax.plot(common, ratio, style[t], marker="o", color=_BENCH_COLORS[peer], label=label)
     _ratio_axes(ax, "time of flash_* ÷ time of peer")
     ax.yaxis.set_minor_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_title("Ratio (< 1: attnlib is faster)")
@@ -285,13 +279,13 @@ def benchmark_figure(time_rows, memory_rows, *, dtype="float32", d=64, takeaway=
         if r["status"] == "ok" and r["dtype"] == dtype:
             mem.setdefault(r["impl"], []).append((r["n"], r["rss_extra_bytes"], r["qkvodo_bytes"]))
     budget = {}
-    for impl in BENCH_IMPLS:
+    for impl in _BENCH_IMPLS:
         if impl not in mem:
             continue
         pts = sorted(mem[impl])
         ns = [p[0] for p in pts]
         extra = [max(p[1], 1.0) / 2**20 for p in pts]
-        ax.loglog(ns, extra, marker="o", color=BENCH_COLORS[impl], label=BENCH_LABELS[impl])
+        ax.loglog(ns, extra, marker="o", color=_BENCH_COLORS[impl], label=_BENCH_LABELS[impl])
         budget.update({p[0]: 2 * p[2] / 2**20 for p in pts})
     if budget:
         bn = sorted(budget)
@@ -357,19 +351,17 @@ def exact_over_tiled_figure(ns, io_ratio, time_ratio, flop_ratio, *, d, takeaway
         if a sequence is not positive, finite and as long as ``ns``, or ``d`` is not a
         positive integer.
     """
-    ns = as_real_array("ns", ns)
+    ns = as_series("ns", ns, positive=True)
     d = check_int("d", d)
     series = {
         "words moved (book's I/O model)": io_ratio,
         "measured time (1 thread, float32)": time_ratio,
-        "flops of the products (fast.flop_count)": flop_ratio,
+        "flops of the products (costs.flop_count)": flop_ratio,
     }
     fig, ax = plt.subplots()
     names = ("io_ratio", "time_ratio", "flop_ratio")
     for (label, values), name in zip(series.items(), names, strict=True):
-        values = as_real_array(name, values)
-        if values.shape != ns.shape or (values <= 0).any() or (ns <= 0).any():
-            raise AttnInputError(f"{name} must hold a positive number for every n of ns")
+        values = as_series(name, values, size=ns.size, like="ns", positive=True)
         ax.loglog(ns, values, "o-", label=label)
     ax.axhline(1, color="k", lw=0.8)
     ax.set_xscale("log", base=2)

@@ -14,12 +14,17 @@ from matplotlib.axes import Axes
 from .. import polymethod as pm
 from .._checks import (
     AttnInputError,
-    as_float_array,
+    as_curves,
+    as_dict,
+    as_entries,
+    as_real_array,
+    as_series,
     check_int,
     check_open_unit,
     check_positive_real,
+    check_real,
 )
-from . import add_takeaway
+from .style import add_takeaway
 
 __all__ = [
     "exp_poly_error_figure",
@@ -45,25 +50,32 @@ def _axes(ax):
     return ax.figure, ax
 
 
-def _vector(name, values, size=None, *, gaps=False):
-    """A 1-D float array of ``size`` entries; NaN (a refused point) only with ``gaps``."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int beyond floats
-        raise AttnInputError(f"{name} must be a 1-D sequence of real numbers ({exc})") from None
-    arr = as_float_array(name, arr, ndim=1, allow_nonfinite=gaps)
-    if size is not None and arr.size != size:
-        raise AttnInputError(f"{name} must have {size} entries like its x values, got {arr.size}")
-    return arr
+#: The most curves a figure draws in one colour each.
+_COLORS = 7
 
 
-def _mapping(name, values, size=None):
-    """A non-empty dict (at most ``size`` entries, one colour each)."""
-    if not isinstance(values, dict) or not values:
-        raise AttnInputError(f"{name} must be a non-empty dict, got {type(values).__name__}")
-    if size is not None and len(values) > size:
-        raise AttnInputError(f"{name} must have at most {size} entries, got {len(values)}")
-    return values
+def _pairs(name: str, table, keys, *, of: str, like: str) -> dict:
+    """``table``: the same keys as ``keys`` (those of the argument ``like``), each value a
+    pair of real numbers (two fitted slopes, say)."""
+
+    def pair(label, value):
+        return tuple(check_real(label, v) for v in as_entries(label, value, of=of, length=2))
+
+    return as_dict(name, table, of=of, keys=keys, like=like, check_value=pair)
+
+
+def _curves(of: str, grids: list, **kw):
+    """The check of one value of a dict of curves (for :func:`as_dict`): ``len(grids)``
+    series, the k-th as long as ``grids[k]``, a pair (size, name of the grid)."""
+
+    def check(label, value):
+        value = as_entries(label, value, of=of, length=len(grids))
+        return tuple(
+            as_series(f"{label}[{k}]", y, size=size, like=like, **kw)
+            for k, (y, (size, like)) in enumerate(zip(value, grids, strict=True))
+        )
+
+    return check
 
 
 def exp_poly_error_figure(R, eps, *, ax=None):
@@ -106,10 +118,11 @@ def least_degree_figure(Rs, epss, *, ax=None):
 
     Raises :class:`attnlib.AttnInputError` on a bad R, eps or ax, or a request out of reach.
     """
-    Rs = _vector("Rs", Rs)
-    epss = [check_open_unit("eps", e) for e in _vector("epss", epss)]
-    if len(epss) > 7:
-        raise AttnInputError(f"epss must have at most 7 entries (one colour each), got {len(epss)}")
+    Rs = as_series("Rs", Rs, positive=True)
+    epss = as_series("epss", epss)
+    if epss.size > _COLORS:
+        raise AttnInputError(f"epss must have at most {_COLORS} entries (one colour each)")
+    epss = [check_open_unit(f"epss[{i}]", e) for i, e in enumerate(epss)]
     fig, ax = _axes(ax)
     for i, eps in enumerate(epss):
         color = f"C{i}"
@@ -136,15 +149,15 @@ def degree_error_figure(R_values, degrees, measured, bounds):
 
     Raises :class:`attnlib.AttnInputError` on a bad R, a missing kind or a wrong shape.
     """
-    Rs = [check_positive_real("R", R) for R in _vector("R_values", R_values)]
-    degrees = _vector("degrees", degrees)
+    Rs = as_series("R_values", R_values, positive=True).tolist()
+    degrees = as_series("degrees", degrees)
     data = {}
     for name, table in (("measured", measured), ("bounds", bounds)):
-        _mapping(name, table)
+        table = as_dict(name, table, of="kind -> errors")
         for kind in ("taylor", "chebyshev"):
             if kind not in table:
                 raise AttnInputError(f"{name} must have an entry for {kind!r}")
-            arr = as_float_array(f"{name}[{kind!r}]", np.asarray(table[kind], dtype=float))
+            arr = as_real_array(f"{name}[{kind!r}]", table[kind], ndim=2)
             if arr.shape != (len(Rs), degrees.size):
                 raise AttnInputError(
                     f"{name}[{kind!r}] must have shape (len(R_values), len(degrees)) = "
@@ -187,12 +200,13 @@ def rounding_floor_figure(degrees, errors):
 
     Raises :class:`attnlib.AttnInputError` on a bad R or a length that differs from degrees'.
     """
-    degrees = _vector("degrees", degrees)
-    _mapping("errors", errors, size=7)
+    degrees = as_series("degrees", degrees)
+    errors = as_curves(
+        "errors", errors, size=degrees.size, over="degrees", of="R -> errors", max_len=_COLORS
+    )
     fig, ax = plt.subplots()
     for R, errs in errors.items():
         R = check_positive_real("R", R)
-        errs = _vector(f"errors[{R:g}]", errs, degrees.size)
         (line,) = ax.semilogy(degrees, errs, label=f"R = {R:g}")
         ax.axhline(pm.rounding_floor(R), color=line.get_color(), ls="--", lw=1)
     ax.set_xlabel("degree g (Chebyshev)")
@@ -214,11 +228,13 @@ def rank_exponent_figure(log2_ns, kappa):
 
     Raises :class:`attnlib.AttnInputError` on a length that differs from log2_ns'.
     """
-    log2_ns = _vector("log2_ns", log2_ns)
-    _mapping("kappa", kappa, size=7)
+    log2_ns = as_series("log2_ns", log2_ns, positive=True)
+    kappa = as_curves(
+        "kappa", kappa, size=log2_ns.size, over="log2_ns", of="regime -> κ", max_len=_COLORS
+    )
     fig, ax = plt.subplots()
     for name, ys in kappa.items():
-        ax.semilogx(log2_ns, _vector(f"kappa[{name!r}]", ys, log2_ns.size), "o-", ms=3, label=name)
+        ax.semilogx(log2_ns, ys, "o-", ms=3, label=name)
     ax.axhline(1.0, color="gray", ls="--", lw=1, label="r = n (no saving)")
     ax.set_xlabel(r"$\log_2 n$  (= d)")
     ax.set_ylabel(r"exponent $\kappa$ with rank $r = n^\kappa$")
@@ -238,9 +254,11 @@ def least_degree_grid_figure(grid_R, grid_eps, degrees):
 
     Raises :class:`attnlib.AttnInputError` on a wrong shape or an eps outside (0, 1).
     """
-    grid_R = _vector("grid_R", grid_R)
-    grid_eps = [check_open_unit("eps", e) for e in _vector("grid_eps", grid_eps)]
-    deg = as_float_array("degrees", np.asarray(degrees, dtype=float), allow_nonfinite=True)
+    grid_R = as_series("grid_R", grid_R)
+    grid_eps = [
+        check_open_unit(f"grid_eps[{i}]", e) for i, e in enumerate(as_series("grid_eps", grid_eps))
+    ]
+    deg = as_real_array("degrees", degrees, ndim=2, allow_nonfinite=True)
     if deg.shape != (len(grid_eps), grid_R.size):
         raise AttnInputError(
             f"degrees must have shape (len(grid_eps), len(grid_R)) = "
@@ -276,14 +294,13 @@ def gradient_error_figure(eps_ladder, errors, *, n, d):
 
     Raises :class:`attnlib.AttnInputError` on a bad eps, length, n or d.
     """
-    eps_ladder = _vector("eps_ladder", eps_ladder)
+    eps_ladder = as_series("eps_ladder", eps_ladder, positive=True)
     n, d = check_int("n", n), check_int("d", d)
-    _mapping("errors", errors, size=7)
+    grid = {"size": eps_ladder.size, "over": "eps_ladder", "positive": True}
+    errors = as_curves("errors", errors, of="B -> errors", max_len=_COLORS, **grid)
     fig, ax = plt.subplots()
     for B, errs in errors.items():
-        ax.loglog(
-            eps_ladder, _vector(f"errors[{B}]", errs, eps_ladder.size), "o-", label=f"B = {B}"
-        )
+        ax.loglog(eps_ladder, errs, "o-", label=f"B = {B}")
     ax.loglog(eps_ladder, eps_ladder, "k--", lw=1, label="error = eps")
     ax.set_xlabel("requested relative accuracy eps of exp")
     ax.set_ylabel("relative error of dL/dX (max-abs)")
@@ -303,15 +320,15 @@ def error_and_rank_figure(B_grid, errors, ranks):
 
     Raises :class:`attnlib.AttnInputError` on mismatched eps keys or lengths.
     """
-    B_grid = _vector("B_grid", B_grid)
-    _mapping("errors", errors, size=7)
-    if not isinstance(ranks, dict) or set(ranks) != set(errors):
-        raise AttnInputError("ranks must be a dict with the same eps keys as errors")
+    B_grid = as_series("B_grid", B_grid)
+    grid = {"size": B_grid.size, "over": "B_grid", "positive": True}
+    errors = as_curves("errors", errors, of="eps -> errors", max_len=_COLORS, **grid)
+    ranks = as_curves("ranks", ranks, of="eps -> ranks", keys=errors, like="errors", **grid)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
     for eps, errs in errors.items():
         label = f"eps = {check_open_unit('eps', eps):.0e}"
-        ax1.semilogy(B_grid, _vector(f"errors[{eps:g}]", errs, B_grid.size), "o-", label=label)
-        ax2.semilogy(B_grid, _vector(f"ranks[{eps:g}]", ranks[eps], B_grid.size), "o-", label=label)
+        ax1.semilogy(B_grid, errs, "o-", label=label)
+        ax2.semilogy(B_grid, ranks[eps], "o-", label=label)
     for ax, what in ((ax1, "relative error of dL/dX"), (ax2, "rank r = C(g+d, d)")):
         ax.set_xlabel("entry bound B")
         ax.set_ylabel(what)
@@ -335,21 +352,27 @@ def gradient_time_figure(ns, times, *, ranks, slopes, crossovers, eps, R):
 
     Raises :class:`attnlib.AttnInputError` on mismatched keys or lengths, or bad eps or R.
     """
-    if not isinstance(ns, (tuple, list)) or len(ns) != 3:
-        raise AttnInputError("ns must be a triple of n grids: (numpy, tiled kernel, approximate)")
-    ns = [_vector(f"ns[{k}]", x) for k, x in enumerate(ns)]
-    _mapping("times", times, size=7)
-    for name, table in (("ranks", ranks), ("slopes", slopes), ("crossovers", crossovers)):
-        if not isinstance(table, dict) or set(table) != set(times):
-            raise AttnInputError(f"{name} must be a dict with the same d keys as times")
+    grids = "n grids (numpy, tiled kernel, approximate)"
+    ns = [
+        as_series(f"ns[{k}]", x, positive=True)
+        for k, x in enumerate(as_entries("ns", ns, of=grids, length=3))
+    ]
+    of = "time series (numpy, tiled kernel, approximate)"
+    triple = _curves(of, [(x.size, f"ns[{k}]") for k, x in enumerate(ns)], positive=True)
+    times = as_dict("times", times, of="d -> time series", max_len=_COLORS, check_value=triple)
+    ranks = as_dict("ranks", ranks, of="d -> ranks", keys=times, like="times")
+    slopes = _pairs("slopes", slopes, times, of="fitted slopes (numpy, approximate)", like="times")
+    crossovers = as_dict(
+        "crossovers",
+        crossovers,
+        of="d -> n or None",
+        keys=times,
+        like="times",
+        check_value=lambda label, n: None if n is None else check_positive_real(label, n),
+    )
     eps, R = check_open_unit("eps", eps), check_positive_real("R", R)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for i, (d, series) in enumerate(times.items()):
-        if not isinstance(series, (tuple, list)) or len(series) != 3:
-            raise AttnInputError(f"times[{d}] must be a triple (numpy, tiled kernel, approximate)")
-        t_exact, t_tiled, t_approx = (
-            _vector(f"times[{d}][{k}]", t, ns[k].size) for k, t in enumerate(series)
-        )
+    for i, (d, (t_exact, t_tiled, t_approx)) in enumerate(times.items()):
         slope_e, slope_a = slopes[d]
         color = f"C{i}"
         ax.loglog(
@@ -391,18 +414,18 @@ def gradient_memory_figure(ns, peaks, *, slopes, fit_from, eps):
 
     Raises :class:`attnlib.AttnInputError` on mismatched keys or lengths, or a bad eps.
     """
-    if not isinstance(ns, (tuple, list)) or len(ns) != 2:
-        raise AttnInputError("ns must be a pair of n grids: (exact, approximate)")
-    ns = [_vector(f"ns[{k}]", x) for k, x in enumerate(ns)]
-    _mapping("peaks", peaks, size=7)
-    if not isinstance(slopes, dict) or set(slopes) != set(peaks):
-        raise AttnInputError("slopes must be a dict with the same d keys as peaks")
+    ns = [
+        as_series(f"ns[{k}]", x, positive=True)
+        for k, x in enumerate(as_entries("ns", ns, of="n grids (exact, approximate)", length=2))
+    ]
+    of = "peak series (exact, approximate)"
+    pair = _curves(of, [(x.size, f"ns[{k}]") for k, x in enumerate(ns)], positive=True)
+    peaks = as_dict("peaks", peaks, of="d -> peak series", max_len=_COLORS, check_value=pair)
+    slopes = _pairs("slopes", slopes, peaks, of="fitted slopes (exact, approximate)", like="peaks")
     fit_from, eps = check_int("fit_from", fit_from), check_open_unit("eps", eps)
     fig, ax = plt.subplots()
     for i, (d, (peak_e, peak_a)) in enumerate(peaks.items()):
         s_e, s_a = slopes[d]
-        peak_e = _vector(f"peaks[{d}][0]", peak_e, ns[0].size)
-        peak_a = _vector(f"peaks[{d}][1]", peak_a, ns[1].size)
         # The exact peaks hardly depend on d: draw each later line thinner so both show.
         size = {"lw": 3.0 - 1.2 * i, "ms": 8.0 - 2.5 * i}
         label = f"exact, d={d} (slope {s_e:.2f})"
@@ -429,15 +452,18 @@ def threshold_figure(cs, measured, model, *, n):
 
     Raises :class:`attnlib.AttnInputError` on mismatched keys or lengths, or a bad n.
     """
-    cs = _vector("cs", cs)
+    cs = as_series("cs", cs)
     n = check_int("n", n, minimum=2)
-    _mapping("measured", measured, size=7)
-    if not isinstance(model, dict) or set(model) != set(measured):
-        raise AttnInputError("model must be a dict with the same d keys as measured")
+    of, grids = "series (degrees, ranks)", [(cs.size, "cs")] * 2
+    measured = as_dict(
+        "measured", measured, of=of, max_len=_COLORS, check_value=_curves(of, grids, missing=True)
+    )
+    model = as_dict(
+        "model", model, of=of, keys=measured, like="measured", check_value=_curves(of, grids)
+    )
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, d in enumerate(measured):
-        g_meas, r_meas = (_vector(f"measured[{d}]", y, cs.size, gaps=True) for y in measured[d])
-        g_model, r_model = (_vector(f"model[{d}]", y, cs.size) for y in model[d])
+        (g_meas, r_meas), (g_model, r_model) = measured[d], model[d]
         style = {"color": f"C{i}", "alpha": 0.6}
         ax1.plot(cs, g_meas, "o-", color=f"C{i}", label=f"measured, d={d}")
         ax1.plot(cs, g_model, "--", **style, label=f"AA22 formula, d={d}")

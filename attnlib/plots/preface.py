@@ -7,16 +7,11 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, as_dict, as_entries, check_int
 from ..iomodel.bounds import backward_lower_bound
-from . import add_takeaway, use_book_style
+from .style import add_takeaway, use_book_style
 
-__all__ = [
-    "map_of_results",
-    "CHAPTERS",
-    "READING_PATHS",
-    "reading_path_figure",
-]
+__all__ = ["map_of_results", "reading_path_figure"]
 
 
 def map_of_results(*, d: int = 64):
@@ -151,7 +146,8 @@ def map_of_results(*, d: int = 64):
     return fig
 
 
-CHAPTERS = {
+#: The chapters, as their boxes name them.
+_CHAPTERS = {
     1: "Attention and\nits gradient",
     2: "The two-level\nmemory",
     3: "FlashAttention's\nI/O",
@@ -164,7 +160,8 @@ CHAPTERS = {
     10: "Performance",
 }
 
-READING_PATHS = {
+#: The two ways through the book that the preface draws by default.
+_READING_PATHS = {
     "theory path": (1, 6, 7, 8, 9),
     "systems path": (1, 2, 3, 4, 5, 10, 9),
 }
@@ -185,40 +182,28 @@ _POSITION = {
 _COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")
 
 
-def _check_paths(paths) -> dict[str, tuple[int, ...]]:
-    if not isinstance(paths, dict) or not paths:
-        raise AttnInputError(f"paths must be a non-empty dict of name -> chapters, got {paths!r}")
-    if len(paths) > len(_COLORS):
-        raise AttnInputError(f"paths must hold at most {len(_COLORS)} paths, got {len(paths)}")
-    checked = {}
-    for name, chapters in paths.items():
-        if not isinstance(name, str) or not name:
-            raise AttnInputError(f"paths: every name must be a non-empty string, got {name!r}")
-        try:
-            steps = tuple(chapters)
-        except TypeError:
-            raise AttnInputError(f"paths[{name!r}] must be a sequence of chapters") from None
-        if len(steps) < 2 or any(
-            isinstance(c, bool) or not isinstance(c, int) or c not in CHAPTERS for c in steps
-        ):
-            raise AttnInputError(
-                f"paths[{name!r}] must list at least two chapter numbers from 1 to "
-                f"{max(CHAPTERS)}, got {chapters!r}"
-            )
-        checked[name] = steps
-    return checked
-
-
 def reading_path_figure(paths=None):
     """Draw the chapters as boxes and each reading path as a chain of arrows through them.
 
-    ``paths`` maps a path's name to its chapters in reading order (default
-    :data:`READING_PATHS`). Returns the matplotlib ``Figure``.
+    ``paths`` maps a path's name to its chapters in reading order (default: the theory path
+    1, 6, 7, 8, 9 and the systems path 1, 2, 3, 4, 5, 10, 9). Returns the matplotlib
+    ``Figure``.
 
     Raises :class:`attnlib.AttnInputError` if ``paths`` is not a non-empty dict of at most four
-    names, each with at least two chapter numbers from :data:`CHAPTERS`.
+    names, each with at least two chapter numbers from 1 to 10.
     """
-    paths = _check_paths(READING_PATHS if paths is None else paths)
+    paths = as_dict(
+        "paths",
+        _READING_PATHS if paths is None else paths,
+        of="reading paths (name -> chapters)",
+        max_len=len(_COLORS),
+        check_value=lambda label, steps: as_entries(label, steps, of="chapters", min_len=2),
+    )
+    for name, steps in paths.items():
+        if not isinstance(name, str) or not name:
+            raise AttnInputError(f"paths: every name must be a non-empty string, got {name!r}")
+        for k, c in enumerate(steps):
+            check_int(f"paths[{name!r}][{k}]", c, maximum=max(_CHAPTERS))
     use_book_style()
     # a fixed layout: the boxes sit at data positions, the legend and takeaway below the axes
     fig = plt.figure(figsize=(11, 3.6), layout="none")
@@ -230,7 +215,7 @@ def reading_path_figure(paths=None):
         boxes[chapter] = ax.text(
             x,
             y,
-            f"{chapter}. {CHAPTERS[chapter]}",
+            f"{chapter}. {_CHAPTERS[chapter]}",
             ha="center",
             va="center",
             fontsize=8,

@@ -8,29 +8,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from .._checks import AttnInputError, as_real_array, check_positive_real
-from . import add_takeaway
+from .._checks import (
+    AttnInputError,
+    as_curves,
+    as_dict,
+    as_entries,
+    as_series,
+    check_positive_real,
+)
+from .style import add_takeaway
 
 __all__ = ["intensity_figure", "roofline_figure", "l2_absorption_figure"]
 
-_DTYPE_STYLE = {"bf16": "-", "fp32": "--", "fp64": ":"}
+_DTYPE_STYLE = {"bfloat16": "-", "float32": "--", "float64": ":"}
 _MARKERS = "os^vD<>ph*"
-
-
-def _named(what: str, mapping) -> dict:
-    if not isinstance(mapping, dict) or not mapping:
-        raise AttnInputError(f"{what} must be a non-empty dict of label -> values")
-    for label in mapping:
-        if not isinstance(label, str) or not label:
-            raise AttnInputError(f"{what}: every label must be a non-empty string, got {label!r}")
-    return mapping
-
-
-def _positive(name: str, values) -> np.ndarray:
-    arr = as_real_array(name, values)
-    if not np.all(arr > 0):
-        raise AttnInputError(f"{name} must be positive everywhere")
-    return arr
 
 
 def _finish(fig, ax, xlabel: str, ylabel: str, title: str, takeaway: str | None):
@@ -51,20 +42,20 @@ def intensity_figure(
     ``Ms`` : the fast-memory sizes in words, shape (k,); ``intensities`` : {label: (k,) flops
     per word}, one line each (log-log); ``balances`` : {label: flops per word}, a machine
     balance each, drawn as a horizontal dotted line; ``title`` and ``takeaway`` optional
-    text. Raises AttnInputError on empty or
-    non-positive inputs or mismatched lengths. Returns the Figure.
+    text. Raises AttnInputError on empty or non-positive inputs, a label that is not a string
+    or mismatched lengths. Returns the Figure.
     """
-    Ms = _positive("Ms", Ms)
+    Ms = as_series("Ms", Ms, positive=True)
+    of = "label -> flops per word"
+    intensities = as_curves(
+        "intensities", intensities, size=Ms.size, over="Ms", of=of, positive=True
+    )
+    as_entries("intensities' labels", list(intensities), of="labels", entry_type=str)
+    balances = as_dict("balances", balances, of=of, check_value=check_positive_real)
     fig, ax = plt.subplots()
-    for k, (label, values) in enumerate(_named("intensities", intensities).items()):
-        y = _positive(f"intensities[{label!r}]", values)
-        if y.shape != Ms.shape:
-            raise AttnInputError(
-                f"intensities[{label!r}] must have shape {Ms.shape}, got {y.shape}"
-            )
+    for k, (label, y) in enumerate(intensities.items()):
         ax.loglog(Ms, y, color=f"C{k % 7}", ls="-" if "forward" in label else "--", label=label)
-    for k, (label, beta) in enumerate(_named("balances", balances).items()):
-        beta = check_positive_real(f"balances[{label!r}]", beta)
+    for k, (label, beta) in enumerate(balances.items()):
         ax.axhline(beta, color="gray", ls=":", lw=1.2)
         offset = (-4, 3) if k % 2 == 0 else (-4, -9)  # alternate sides: close balances
         ax.annotate(
@@ -77,17 +68,22 @@ def intensity_figure(
     )
 
 
-def _check_rows(what: str, rows, width: int) -> list:
-    if not isinstance(rows, (list, tuple)) or not rows:
-        raise AttnInputError(f"{what} must be a non-empty list of {width}-tuples")
+def _rows(what: str, rows, fields: str) -> list:
+    """``rows`` as a list of (label, label, positive number, positive number), refused,
+    naming the row, when it is not."""
     out = []
-    for row in rows:
-        if not isinstance(row, (list, tuple)) or len(row) != width:
-            raise AttnInputError(f"{what}: every entry must be a {width}-tuple, got {row!r:.60}")
-        labels, numbers = row[:2], row[2:]
-        if not all(isinstance(s, str) and s for s in labels):
-            raise AttnInputError(f"{what}: the first two fields must be non-empty strings")
-        out.append((*labels, *(check_positive_real(f"{what} value", v) for v in numbers)))
+    for k, row in enumerate(as_entries(what, rows, of=f"rows ({fields})", min_len=1)):
+        name = f"{what}[{k}]"
+        first, second, x, y = as_entries(name, row, of=f"fields ({fields})", length=4)
+        as_entries(f"{name}'s labels", (first, second), of="labels", entry_type=str)
+        out.append(
+            (
+                first,
+                second,
+                check_positive_real(f"{name}[2]", x),
+                check_positive_real(f"{name}[3]", y),
+            )
+        )
     return out
 
 
@@ -96,11 +92,13 @@ def roofline_figure(roofs, points, *, title: str | None = None, takeaway: str | 
 
     ``roofs`` : list of (device, dtype, peak FLOP/s, bandwidth in bytes/s); each is drawn as
     min(peak, I·bandwidth) against I in flops per byte, colour by device, line style by dtype
-    (bf16 solid, fp32 dashed, fp64 dotted). ``points`` : list of (device, kernel, flops per
-    byte, FLOP/s), a marker per kernel in its device's colour. Raises AttnInputError on
-    malformed or non-positive entries, or a point whose device has no roof. Returns the Figure.
+    (bfloat16 solid, float32 dashed, float64 dotted). ``points`` : list of (device, kernel,
+    flops per byte, FLOP/s), a marker per kernel in its device's colour. Raises AttnInputError
+    on malformed or non-positive entries, or a point whose device has no roof. Returns the
+    Figure.
     """
-    roofs, points = _check_rows("roofs", roofs, 4), _check_rows("points", points, 4)
+    roofs = _rows("roofs", roofs, "device, dtype, peak FLOP/s, bytes/s")
+    points = _rows("points", points, "device, kernel, flops per byte, FLOP/s")
     devices = list(dict.fromkeys(r[0] for r in roofs))
     color = {dev: f"C{k % 7}" for k, dev in enumerate(devices)}
     for dev, *_ in points:
@@ -140,16 +138,17 @@ def l2_absorption_figure(
     AttnInputError on mismatched labels or shapes, or fractions outside [0, 1]. Returns the
     Figure.
     """
-    ns = _positive("ns", ns)
-    one_head, shared = _named("one_head", one_head), _named("shared", shared)
-    if set(one_head) != set(shared):
-        raise AttnInputError("one_head and shared must have the same labels")
+    ns = as_series("ns", ns, positive=True)
+    fractions = {"of": "label -> fractions", "size": ns.size, "over": "ns"}
+    one_head = as_curves("one_head", one_head, **fractions)
+    shared = as_curves("shared", shared, keys=one_head, like="one_head", **fractions)
+    for name, curves in (("one_head", one_head), ("shared", shared)):
+        for label, y in curves.items():
+            if not np.all((y >= 0) & (y <= 1)):
+                raise AttnInputError(f"{name}[{label!r}] must be fractions in [0, 1]")
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     for k, label in enumerate(one_head):
-        for values, ls in ((one_head[label], "-"), (shared[label], "--")):
-            y = as_real_array(f"fractions of {label!r}", values)
-            if y.shape != ns.shape or not np.all((y >= 0) & (y <= 1)):
-                raise AttnInputError(f"fractions of {label!r} must be {ns.shape} values in [0, 1]")
+        for y, ls in ((one_head[label], "-"), (shared[label], "--")):
             ax.semilogx(ns, 100 * y, ls=ls, marker="o", color=f"C{k % 7}")
     handles = [Line2D([], [], color=f"C{k % 7}", label=label) for k, label in enumerate(one_head)]
     handles += [Line2D([], [], color="gray", ls="-", label="L2 for one head")]

@@ -11,9 +11,8 @@ and every product with f̃ is taken through the factors: O((n+m)·r·d) time, O(
 **Degree and rank.** Each function chooses the degree from the *actual* logit range of its
 input, R = τ · maxᵢ‖Qᵢ‖₂ · maxⱼ‖Kⱼ‖₂ (Cauchy–Schwarz: every |τ⟨qᵢ, kⱼ⟩| ≤ R, at O((n+m)d)
 cost). With entries bounded by B and τ = 1/d this is ≤ B², the AS papers' logit range.
-:func:`approx_plan` returns the degree, rank and memory estimate that a call would use
-(a small frozen dataclass); every approximate function accepts ``return_plan=True`` to get
-the same plan back with its result.
+:func:`approx_plan` returns the degree, rank and memory estimate that a call would use (a
+frozen dataclass); every approximate function returns it too with ``return_plan=True``.
 
 **Memory budget.** The factors need about ``(n+m)·(3r + 2d(d+1))`` doubles (U₁, V₁, one work
 array of the same size, and the thin products of the batched gradient); this is the plan's
@@ -72,6 +71,7 @@ __all__ = [
     "approx_attention_backward",
     "approx_attention_loss_grad",
     "forward_error_bound",
+    "peak_bytes",
 ]
 
 #: R is floored here so that an all-zero Q or K still has a (degree-0) polynomial.

@@ -43,23 +43,24 @@ __all__ = [
     "multi_indices",
     "poly_features",
     "rowwise_kron",
+    "poly_features_bytes",
 ]
 
 
 #: Ranks are refused beyond this: no array has that many columns, and every rank below it
 #: converts to a finite float.
-MAX_RANK = 10**300
+_MAX_RANK = 10**300
 
 
 def _binomial(N: int, k: int, names: str) -> int:
-    """C(N, k) exactly, in O(min(k, N − k)) steps, or AttnInputError once it passes MAX_RANK.
+    """C(N, k) exactly, in O(min(k, N − k)) steps, or AttnInputError once it passes _MAX_RANK.
 
     C(N, i) grows with i up to N/2, so the loop stops after at most ~1000 steps whatever N."""
     k = min(k, N - k)
     c = 1
     for i in range(k):
         c = c * (N - i) // (i + 1)  # = C(N, i + 1), exact
-        if c > MAX_RANK:
+        if c > _MAX_RANK:
             raise AttnInputError(
                 f"{names} too large: the rank C({describe_int(N)}, {describe_int(k)}) exceeds "
                 "1e300, far beyond any array (and beyond the float range)"

@@ -19,10 +19,10 @@ from .._checks import AttnInputError, check_choice, check_memory
 from .approx import _budget, _finite, _loss_parts, loss_plan, peak_bytes
 from .features import rowwise_kron
 
-__all__ = ["LEMMA_VERSIONS", "kronecker_loss_grad"]
+__all__ = ["kronecker_loss_grad"]
 
 #: The two readings of Lemmas D.3 and D.5: the corrected one and the one the paper prints.
-LEMMA_VERSIONS = ("fixed", "as_printed")
+_LEMMA_VERSIONS = ("fixed", "as_printed")
 
 
 def kronecker_loss_grad(
@@ -59,9 +59,9 @@ def kronecker_loss_grad(
     Raises
     ------
     AttnInputError
-        as :func:`~attnlib.polymethod.approx_attention_loss_grad`; for a lemma version not in
-        :data:`LEMMA_VERSIONS`; for an as-printed lemma with m ≠ n; and if the Kronecker
-        factors would exceed ``memory_budget``.
+        as :func:`~attnlib.polymethod.approx_attention_loss_grad`; for a lemma version other
+        than "fixed" and "as_printed"; for an as-printed lemma with m ≠ n; and if the
+        Kronecker factors would exceed ``memory_budget``.
 
     Examples
     --------
@@ -76,8 +76,8 @@ def kronecker_loss_grad(
     >>> bool(np.abs(fixed - exact).max() < 1e-6 * top), bool(np.abs(printed - exact).max() > top)
     (True, True)
     """
-    d3 = check_choice("lemma_d3", lemma_d3, LEMMA_VERSIONS)
-    d5 = check_choice("lemma_d5", lemma_d5, LEMMA_VERSIONS)
+    d3 = check_choice("lemma_d3", lemma_d3, _LEMMA_VERSIONS)
+    d5 = check_choice("lemma_d5", lemma_d5, _LEMMA_VERSIONS)
     plan = loss_plan(X, A1, A2, eps=eps, kind=kind, memory_budget=memory_budget)
     if "as_printed" in (d3, d5) and plan.n != plan.m:
         raise AttnInputError(

@@ -1,0 +1,109 @@
+"""The book's figure style and the pieces every builder shares.
+
+:func:`use_book_style` sets matplotlib's defaults (it runs when :mod:`attnlib.plots` is
+imported); :func:`loglog_figure` is the shared log-log builder; :func:`add_takeaway` writes a
+figure's one-line takeaway under its axes; :func:`label_ticks` puts plain-number ticks on a
+log axis.
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+from .._checks import as_dict, as_entries, as_series
+from ..measure import loglog_slope
+
+__all__ = ["use_book_style", "loglog_figure", "add_takeaway", "label_ticks"]
+
+#: The book's matplotlib style, applied on import.
+_BOOK_STYLE = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "figure.constrained_layout.use": True,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "lines.linewidth": 1.8,
+    "lines.markersize": 5,
+    "font.family": "DejaVu Sans",
+    "axes.prop_cycle": mpl.cycler(
+        color=["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"]
+    ),
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib style (idempotent)."""
+    mpl.rcParams.update(_BOOK_STYLE)
+
+
+def loglog_figure(
+    series: dict,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    fit: bool = False,
+    markers: bool = True,
+    ax=None,
+):
+    """Plot ``{label: (x, y)}`` on log-log axes; with ``fit=True`` each label gains its slope.
+
+    Returns the figure. Axis labels are required: every plot in the book says its units.
+    The shared log-log builder: Chapters 8 and 9 call it directly, and Part I's builders
+    through it.
+
+    Raises :class:`attnlib.AttnInputError` unless ``series`` is a non-empty dict of pairs of
+    equal-length positive sequences (as :func:`attnlib.measure.loglog_slope` with ``fit``).
+    """
+
+    def xy(label, pair):
+        x, y = as_entries(label, pair, of="sequences (x, y)", length=2)
+        x = as_series(f"{label}[0]", x, positive=True)
+        return x, as_series(f"{label}[1]", y, size=x.size, like=f"{label}[0]", positive=True)
+
+    series = as_dict("series", series, of="label -> (x, y)", check_value=xy)
+    if ax is None:
+        fig, ax = plt.subplots()
+    else:
+        fig = ax.figure
+    for label, (x, y) in series.items():
+        text = label
+        if fit:
+            text = f"{label} (slope {loglog_slope(x, y):.2f})"
+        ax.loglog(x, y, marker="o" if markers else None, label=text)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def add_takeaway(fig, text: str) -> None:
+    """Write the figure's one-line takeaway under the axes."""
+    fig.text(0.5, -0.02, text, ha="center", va="top", fontsize=9, style="italic", wrap=True)
+
+
+use_book_style()
+
+
+def label_ticks(ax, values, axis: str = "x") -> None:
+    """Put major ticks exactly at ``values`` with plain-number labels and hide minor labels.
+
+    Log axes otherwise label minor ticks as ``3×10²`` and the labels collide.
+    """
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(list(values)))
+    target.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
