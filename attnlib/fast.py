@@ -81,6 +81,7 @@ __all__ = [
     "flash_attention_loss_grad",
     "check_logits_finite",
     "DQ_GROUPS",
+    "KERNELS",
     "blas_on_calling_thread",
 ]
 

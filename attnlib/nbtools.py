@@ -52,6 +52,7 @@ __all__ = [
     "show",
     "listing",
     "Listing",
+    "COLLAPSE_LINES",
     "markdown_table",
     "show_table",
     "rel_err",

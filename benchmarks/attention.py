@@ -64,7 +64,7 @@ from pathlib import Path
 
 from .machine import machine_info
 from .schema import RESULTS, write_csv, write_schema
-from .workers import IMPLS, MAX_N_MATERIALISED, TORCH_IMPLS
+from .workers import IMPLS, MAX_N_MATERIALISED, TORCH_IMPLS, add_openblas_argument
 
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 # After each call, OpenBLAS's worker threads spin for 2^28 cycles (its default) before they
@@ -98,11 +98,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-heads", action="store_true", help="skip the multi-head time sweep")
     p.add_argument("--no-memory", action="store_true", help="skip the memory run")
     p.add_argument("--no-compile", action="store_true", help="skip the compile-time run")
-    p.add_argument(
-        "--unset-openblas-coretype",
-        action="store_true",
-        help="unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the workers (they slow numpy)",
-    )
+    add_openblas_argument(p)
     p.add_argument(
         "--out",
         type=Path,

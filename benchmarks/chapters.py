@@ -64,6 +64,7 @@ from pathlib import Path
 from .attention import child_env
 from .machine import blas_info, machine_info
 from .schema import RESULTS, write_csv, write_schema
+from .workers import add_openblas_argument
 
 EXPERIMENTS = ("exact-step", "loss-grad", "ov", "attention-step", "rates")
 
@@ -90,11 +91,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--only", nargs="+", choices=EXPERIMENTS, default=list(EXPERIMENTS))
     p.add_argument("--rounds", type=int, default=9, help="rounds of each round-robin")
     p.add_argument("--quick", action="store_true", help="small sizes, 3 rounds, temp folder")
-    p.add_argument(
-        "--unset-openblas-coretype",
-        action="store_true",
-        help="unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the workers (they slow numpy)",
-    )
+    add_openblas_argument(p)
     p.add_argument(
         "--calm",
         type=float,

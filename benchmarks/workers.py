@@ -329,3 +329,13 @@ WORKERS = {"time": worker_time, "memory": worker_memory, "compile": worker_compi
 
 if __name__ == "__main__":
     WORKERS[sys.argv[1]](json.loads(sys.argv[2]))
+
+
+def add_openblas_argument(parser) -> None:
+    """The flag both benchmarks take to run their workers with OpenBLAS unpinned, as a
+    reader's machine runs it."""
+    parser.add_argument(
+        "--unset-openblas-coretype",
+        action="store_true",
+        help="unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE in the workers (they slow numpy)",
+    )

@@ -4,8 +4,7 @@ A :class:`ComputationGraph` is the object Hong and Kung's game is played on (HK8
 vertices are values, an edge u → v says that v is computed from u; the inputs start in slow
 memory and the outputs must end there. Every vertex carries an operation, so that a schedule
 can be run, not only counted. The builders give the graphs of the book's bounds: an inner
-product, a matrix product, attention's forward pass and a piece of its backward pass.
-"""
+product, a matrix product, attention's forward pass and a piece of its backward pass."""
 
 from __future__ import annotations
 
@@ -25,6 +24,8 @@ from .._checks import (
 )
 
 __all__ = [
+    "MAX_GRAPH_VERTICES",
+    "MOVES",
     "ComputationGraph",
     "inner_product_graph",
     "matmul_graph",
