@@ -33,10 +33,10 @@ import attnlib as al
 from attnlib import AttnInputError
 
 CORES = {
-    "exact": (al.attention_forward, al.attention_backward),
+    "standard": (al.attention_forward, al.attention_backward),
     "flash": (al.flash_forward, al.flash_backward),
 }
-OTHER = {"exact": "flash", "flash": "exact"}
+OTHER = {"standard": "flash", "flash": "standard"}
 
 
 @dataclass(frozen=True)
