@@ -425,8 +425,7 @@ def flash_backward(
     Q, K, V, O, lse = (_frozen(x) for x in (p.Q, p.K, p.V, p.O, p.lse))
     # max‖k_j‖ of each key/value head, first: the norms' temporaries are freed before the
     # large allocations, so they add nothing to the peak (beyond the float range: inf)
-    with np.errstate(over="ignore"):
-        kmax = _row_norms(K).max(axis=1, initial=0.0)
+    kmax = _row_norms(K).max(axis=1, initial=0.0)
 
     def backward(dO):
         dO = _frozen(dO)
