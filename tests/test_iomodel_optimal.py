@@ -33,9 +33,13 @@ from attnlib.iomodel.graphs import (
 from attnlib.iomodel.optimal import MAX_VERTICES, optimal_io, replay_schedule
 
 
-def random_dag(seed: int, n: int = 8, n_inputs: int = 3) -> ComputationGraph:
+def random_dag(
+    seed: int, n: int = 8, n_inputs: int = 3, *, sinks_out: bool = True
+) -> ComputationGraph:
     """A seeded random DAG: each computed vertex has 1 to 3 earlier predecessors; every sink
-    is an output, and so is any other computed vertex with probability 0.2."""
+    is an output, and so is any other computed vertex with probability 0.2. With
+    ``sinks_out=False`` the outputs are a random non-empty set of computed vertices, so a
+    sink (and all it alone needs) may be a vertex that no output depends on."""
     rnd = random.Random(seed)
     ops, preds = [], []
     for v in range(n):
@@ -48,6 +52,8 @@ def random_dag(seed: int, n: int = 8, n_inputs: int = 3) -> ComputationGraph:
         ops.append("exp" if k == 1 else "add")
     has_succ = {u for p in preds for u in p}
     outputs = [v for v in range(n_inputs, n) if v not in has_succ or rnd.random() < 0.2]
+    if not sinks_out:
+        outputs = sorted(rnd.sample(range(n_inputs, n), rnd.randint(1, 2)))
     return ComputationGraph(tuple(f"x{v}" for v in range(n)), tuple(ops), tuple(preds), outputs)
 
 
@@ -78,6 +84,27 @@ def test_optimum_equals_brute_force_for_every_M(G):
             res = _check(G, M, recompute)
             brute = naive_pebble_optimum(G.preds, set(G.inputs), G.outputs, M, recompute=recompute)
             assert res.io == brute, (M, recompute)
+
+
+def test_least_feasible_M_counts_only_what_the_outputs_need():
+    # t = a + b + c needs 4 pebbles, but only s = a + b is an output: 3 suffice (read a and
+    # b, compute s, write it), so least_feasible_M is 3 and the solver plays at M = 3
+    G = ComputationGraph(
+        ("a", "b", "c", "s", "t"),
+        ("input",) * 3 + ("add", "add"),
+        ((), (), (), (0, 1), (0, 1, 2)),
+        (3,),
+    )
+    assert least_feasible_M(G) == 3
+    assert _check(G, 3, recompute=True).io == 3
+    # graphs whose sinks are not all outputs: the least M the brute force can play, and the
+    # optimum there, agree with least_feasible_M and the solver
+    for seed in range(40):
+        G = random_dag(seed, n=7, sinks_out=False)
+        M = least_feasible_M(G)
+        preds, inputs = G.preds, set(G.inputs)
+        assert naive_pebble_optimum(preds, inputs, G.outputs, M - 1) is None, seed
+        assert _check(G, M, True).io == naive_pebble_optimum(preds, inputs, G.outputs, M), seed
 
 
 def test_recomputation_can_pay():

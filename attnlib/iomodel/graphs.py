@@ -157,12 +157,12 @@ class ComputationGraph:
 def _sequence(name: str, value) -> tuple:
     """``value`` as a tuple: a list, tuple, 1-D array or other iterable, but not a string (a
     string of names would be split into letters) and not a scalar."""
-    if isinstance(value, str | bytes) or (isinstance(value, np.ndarray) and value.ndim != 1):
-        raise AttnInputError(f"{name} must be a sequence, got {value!r:.60}")
     try:
-        return tuple(value)
+        if not isinstance(value, str | bytes | np.ndarray) or np.ndim(value) == 1:
+            return tuple(value)
     except TypeError:
-        raise AttnInputError(f"{name} must be a sequence, got {value!r:.60}") from None
+        pass
+    raise AttnInputError(f"{name} must be a sequence, got {value!r:.60}")
 
 
 def _index(name: str, value) -> int:
@@ -175,9 +175,8 @@ def _index(name: str, value) -> int:
 
 def _fmt_indices(indices) -> str:
     """A tuple of vertex indices for a message, huge ones by their order of magnitude."""
-    return (
-        "(" + ", ".join(describe_int(u) for u in indices) + ("," if len(indices) == 1 else "") + ")"
-    )
+    inner = ", ".join(describe_int(u) for u in indices)
+    return f"({inner}{',' if len(indices) == 1 else ''})"
 
 
 def check_graph(G) -> ComputationGraph:
@@ -188,14 +187,12 @@ def check_graph(G) -> ComputationGraph:
 
 
 def least_feasible_M(G: ComputationGraph) -> int:
-    """The fewest red pebbles with which G can be played: 1 + the largest in-degree.
-
-    Computing v needs all its predecessors and v itself red at once, so no smaller M works;
-    and this many suffice (compute in topological order, writing every value and reading
-    the predecessors back). Raises AttnInputError if G is not a graph.
-    """
-    G = check_graph(G)
-    return 1 + max(len(p) for p in G.preds)
+    """The fewest red pebbles with which G can be played: 1 + the largest in-degree of a
+    vertex some output depends on (no other vertex need be computed). Computing v needs its
+    predecessors and v red at once, so no smaller M works; this many suffice (compute the
+    needed vertices in order, writing each value and reading the predecessors back). Raises
+    AttnInputError if G is not a graph."""
+    return 1 + max(len(G.preds[v]) for v in _needed(check_graph(G)))
 
 
 def trivial_io_bound(G: ComputationGraph) -> int:
@@ -204,11 +201,14 @@ def trivial_io_bound(G: ComputationGraph) -> int:
     A lower bound with constant 1 for every M; equal to Q(G, M) once M holds the whole
     graph. Raises AttnInputError if G is not a graph."""
     G = check_graph(G)
-    needed = set(G.outputs)
-    for v in range(G.n - 1, -1, -1):
-        if v in needed:
-            needed.update(G.preds[v])
-    return sum(1 for v in G.inputs if v in needed) + len(G.outputs)
+    return sum(1 for v in _needed(G) if G.ops[v] == "input") + len(G.outputs)
+
+
+def _needed(G: ComputationGraph) -> set:
+    needed = set(G.outputs)  # and, below, every vertex the outputs depend on
+    for v in reversed(range(G.n)):
+        needed.update(G.preds[v] if v in needed else ())
+    return needed
 
 
 #: The most vertices a builder makes. The exact solver handles a few dozen; evaluating and
