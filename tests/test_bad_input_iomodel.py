@@ -42,21 +42,21 @@ table = Table()
 # ---- reals and ints out of range ----
 
 table.raises(
-    "iomodel.matmul_sharp_lower_bound",
+    "iomodel.matmul_sharp_order",
     "m=0",
-    lambda: io.matmul_sharp_lower_bound(0, 2, 2, 4),
+    lambda: io.matmul_sharp_order(0, 2, 2, 4),
     word("m"),
 )
 table.raises(
-    "iomodel.matmul_sharp_lower_bound",
+    "iomodel.matmul_sharp_order",
     "10**200-overflows",
-    lambda: io.matmul_sharp_lower_bound(10**200, 10**200, 10**200, 4),
+    lambda: io.matmul_sharp_order(10**200, 10**200, 10**200, 4),
     "overflows",
 )
 table.valid(
-    "iomodel.matmul_sharp_lower_bound",
+    "iomodel.matmul_sharp_order",
     "M=10**400",
-    lambda: io.matmul_sharp_lower_bound(2, 2, 2, 10**400),
+    lambda: io.matmul_sharp_order(2, 2, 2, 10**400),
     lambda b: 0 < b < 1e-190,
 )
 
@@ -64,7 +64,13 @@ table.valid(
     "iomodel.forward_lower_bound",
     "numpy-ints",
     lambda: io.forward_lower_bound(np.int64(64), np.int32(8), np.uint16(256)),
-    lambda v: v == io.forward_lower_bound(64, 8, 256),
+    lambda v: v == io.forward_lower_bound(64, 8, 256) and type(v) is int,
+)
+table.valid(
+    "iomodel.forward_order",
+    "numpy-ints",
+    lambda: io.forward_order(np.int64(64), np.int32(8), np.uint16(256)),
+    lambda v: v == io.forward_order(64, 8, 256),
 )
 
 # ---- the two-level machine and its schedules ----
@@ -107,57 +113,175 @@ table.valid(
     lambda c: c.writes == 8 * 8 + 8 + 8 * 4,
 )
 for fname, f, args in [
-    ("iomodel.forward_lower_bound", io.forward_lower_bound, (10**200, 10**200, 4)),
-    ("iomodel.backward_lower_bound", io.backward_lower_bound, (10**200, 10**200, 4)),
-    ("iomodel.matmul_lower_bound", io.matmul_lower_bound, (10**200, 10**200, 10**200, 4)),
-    ("iomodel.sparse_lower_bound", io.sparse_lower_bound, (10**300, 10**300, 4)),
+    ("iomodel.forward_order", io.forward_order, (10**200, 10**200, 4)),
+    ("iomodel.backward_order", io.backward_order, (10**200, 10**200, 4)),
+    ("iomodel.matmul_order", io.matmul_order, (10**200, 10**200, 10**200, 4)),
+    ("iomodel.sparse_worst_case_order", io.sparse_worst_case_order, (10**300, 10**300, 4)),
 ]:
     table.raises(fname, "10**200-overflows", lambda f=f, a=args: f(*a), r"too large")
 table.valid(
-    "iomodel.forward_lower_bound",
+    "iomodel.forward_order",
     "10**200-finite",
-    lambda: io.forward_lower_bound(10**200, 1, 10**400),
+    lambda: io.forward_order(10**200, 1, 10**400),
     lambda v: math.isclose(v, 1.0, rel_tol=1e-9),
 )
 table.valid(
-    "iomodel.backward_lower_bound",
+    "iomodel.backward_order",
     "M=10**400",
-    lambda: io.backward_lower_bound(10**100, 4, 10**400, lower_order=True),
+    lambda: io.backward_order(10**100, 4, 10**400, lower_order=True),
     lambda v: math.isclose(v, (10**200 * 16 + 10**100 * 64) / 10**400, rel_tol=1e-9),
 )
 table.valid(
-    "iomodel.sparse_lower_bound",
+    "iomodel.sparse_worst_case_order",
     "M=10**400",
-    lambda: io.sparse_lower_bound(10**300, 10**300, 10**400),
+    lambda: io.sparse_worst_case_order(10**300, 10**300, 10**400),
     lambda v: math.isclose(v, 1e200, rel_tol=1e-9),
 )
 table.valid(
-    "iomodel.matmul_lower_bound",
+    "iomodel.matmul_order",
     "M=10**400",
-    lambda: io.matmul_lower_bound(10**150, 10**150, 10**150, 10**400),
+    lambda: io.matmul_order(10**150, 10**150, 10**150, 10**400),
     lambda v: math.isclose(v, 1e250, rel_tol=1e-9),
 )
-
 table.raises(
-    "iomodel.backward_lower_bound",
+    "iomodel.backward_order",
     "lower_order='no'",
-    lambda: io.backward_lower_bound(8, 4, 64, lower_order="no"),
+    lambda: io.backward_order(8, 4, 64, lower_order="no"),
     "lower_order",
 )
 table.raises(
-    "iomodel.backward_lower_bound",
+    "iomodel.backward_order",
     "lower_order=1",
-    lambda: io.backward_lower_bound(8, 4, 64, lower_order=1),
+    lambda: io.backward_order(8, 4, 64, lower_order=1),
     "lower_order",
 )
+for fname, f in [
+    ("iomodel.forward_order", io.forward_order),
+    ("iomodel.backward_order", io.backward_order),
+]:
+    table.bad_ints(fname, "n", lambda v, f=f: f(v, 4, 64))
+    table.bad_ints(fname, "M", lambda v, f=f: f(8, 4, v))
+table.bad_ints("iomodel.matmul_order", "p", lambda v: io.matmul_order(4, 4, v, 64))
+table.bad_ints(
+    "iomodel.sparse_worst_case_order", "z_qk", lambda v: io.sparse_worst_case_order(16, v, 64)
+)
+
+# ---- the certified bounds: exact ints at any size, masks, heads ----
+
+_BAND = np.abs(np.subtract.outer(np.arange(8), np.arange(8))) <= 1
 for fname, f in [
     ("iomodel.forward_lower_bound", io.forward_lower_bound),
     ("iomodel.backward_lower_bound", io.backward_lower_bound),
 ]:
     table.bad_ints(fname, "n", lambda v, f=f: f(v, 4, 64))
     table.bad_ints(fname, "M", lambda v, f=f: f(8, 4, v))
+    for arg in ("m", "d_v", "H", "H_kv"):  # None is the default of m, d_v and H_kv
+        for what, value in [("bool", True), ("float", 2.0), ("str", "3"), ("below-minimum", 0)]:
+            table.raises(
+                fname, f"{arg}={what}", lambda f=f, a=arg, v=value: f(8, 4, 64, **{a: v}), word(arg)
+            )
+    table.valid(
+        fname,
+        "10**200-exact",
+        lambda f=f: f(10**200, 10**200, 4),
+        lambda v: type(v) is int and v > 10**599,
+    )
+    table.valid(fname, "M=10**400", lambda f=f: f(8, 4, 10**400), lambda v: type(v) is int)
+    table.raises(fname, "H=3-H_kv=2", lambda f=f: f(8, 4, 64, H=3, H_kv=2), "multiple")
+    table.raises(
+        fname, "mask-float", lambda f=f: f(8, 4, 64, mask=_BAND.astype(float)), word("mask")
+    )
+    table.raises(fname, "mask-shape", lambda f=f: f(8, 4, 64, mask=_BAND[:4]), word("mask"))
+    table.raises(fname, "mask-3d", lambda f=f: f(8, 4, 64, mask=_BAND[None]), word("mask"))
+    table.raises(
+        fname, "mask-and-is_causal", lambda f=f: f(8, 4, 64, mask=_BAND, is_causal=True), "mask"
+    )
+    table.raises(fname, "is_causal=1", lambda f=f: f(8, 4, 64, is_causal=1), "is_causal")
 table.bad_ints("iomodel.matmul_lower_bound", "p", lambda v: io.matmul_lower_bound(4, 4, v, 64))
-table.bad_ints("iomodel.sparse_lower_bound", "z_qk", lambda v: io.sparse_lower_bound(16, v, 64))
+table.valid(
+    "iomodel.matmul_lower_bound",
+    "M=10**400",
+    lambda: io.matmul_lower_bound(10**150, 10**150, 10**150, 10**400),
+    lambda v: v == 3 * 10**300,
+)
+table.bad_ints("iomodel.sparse_lower_bound", "d", lambda v: io.sparse_lower_bound(_BAND, v, 64))
+table.bad_ints("iomodel.sparse_lower_bound", "M", lambda v: io.sparse_lower_bound(_BAND, 4, v))
+for fname, f in [
+    ("iomodel.sparse_lower_bound", lambda mask: io.sparse_lower_bound(mask, 4, 8)),
+    ("iomodel.mask_density_bound", lambda mask: io.mask_density_bound(mask, 4)),
+]:
+    table.raises(fname, "mask-1d", lambda f=f: f(_BAND[0]), word("mask"))
+    table.raises(fname, "mask-int", lambda f=f: f(_BAND.astype(int)), word("mask"))
+    table.raises(fname, "mask-ragged", lambda f=f: f([[True], [True, False]]), word("mask"))
+table.bad_ints(
+    "iomodel.mask_density_bound", "s", lambda v: io.mask_density_bound(_BAND, v), minimum_bad=-1
+)
+table.bad_ints("iomodel.products_per_part", "d", lambda v: io.products_per_part(v, 64))
+table.bad_ints("iomodel.products_per_part", "M", lambda v: io.products_per_part(4, v))
+for what, value in [("bool", True), ("float", 2.0), ("str", "3"), ("below-minimum", -1)]:
+    # rho=None is the default: the dense value
+    table.raises(
+        "iomodel.products_per_part",
+        f"rho={what}",
+        lambda v=value: io.products_per_part(4, 64, rho=v),
+        word("rho"),
+    )
+
+# ---- the attack on the certified bounds ----
+
+table.raises("iomodel.element_mask", "kind", lambda: io.element_mask("diagonal", 4, 4), "kind")
+table.bad_ints("iomodel.element_mask", "n", lambda v: io.element_mask("band", v, 4))
+table.bad_ints("iomodel.element_mask", "param", lambda v: io.element_mask("band", 4, 4, v))
+table.raises(
+    "iomodel.element_mask", "seed=-1", lambda: io.element_mask("random", 4, 4, 5, seed=-1), "seed"
+)
+table.raises(
+    "iomodel.element_mask", "n=10**6", lambda: io.element_mask("band", 10**6, 10**6), "too large"
+)
+table.valid(
+    "iomodel.element_mask",
+    "random-0",
+    lambda: io.element_mask("random", 4, 4, 0),
+    lambda mask: mask.dtype == bool and not mask.any(),
+)
+table.raises("iomodel.schedule_families", "sizes=5", lambda: io.schedule_families(5), "sizes")
+table.raises(
+    "iomodel.schedule_families", "size-short", lambda: io.schedule_families([(4, 4, 2, 2)]), "sizes"
+)
+table.raises(
+    "iomodel.schedule_families",
+    "M=0",
+    lambda: io.schedule_families([(4, 4, 2, 2, 0)]),
+    word("sizes[0].M"),
+)
+table.raises(
+    "iomodel.schedule_families",
+    "seed=-1",
+    lambda: io.schedule_families([(4, 4, 2, 2, 64)], seed=-1),
+    "seed",
+)
+table.raises(
+    "iomodel.optimum_families",
+    "max_states=0",
+    lambda: io.optimum_families(max_states=0),
+    "max_states",
+)
+table.bad_ints("iomodel.optimum_families", "extra_M", lambda v: io.optimum_families(extra_M=v))
+table.raises("iomodel.worst_ratios", "not-a-family", lambda: io.worst_ratios([3]), "Family")
+table.raises(
+    "iomodel.worst_ratios",
+    "float-bound",
+    lambda: io.worst_ratios([io.Family("f", lambda: 4, lambda: 2.0, ({},))]),
+    "int >= 0",
+)
+table.valid("iomodel.worst_ratios", "empty", lambda: io.worst_ratios([]), lambda w: w == {})
+table.raises(
+    "iomodel.attack_bounds",
+    "optima=1",
+    lambda: io.attack_bounds([(4, 4, 2, 2, 64)], optima=1),
+    "optima",
+)
+table.raises("iomodel.attack_bounds", "sizes=[]", lambda: io.attack_bounds([]), "sizes")
 for fname, f in [
     ("iomodel.flash_forward_count", io.flash_forward_count),
     ("iomodel.flash_backward_count", io.flash_backward_count),
@@ -1143,6 +1267,33 @@ table.valid(
     "ragged-beyond-int64",
     lambda: bl.grid_block_sizes((2, 2), 10**12, 10**12, 6 * 10**11, 6 * 10**11, 10**12),
     lambda r: [x.tolist() for x in r] == [[6 * 10**11, 4 * 10**11]] * 2,
+)
+
+
+# the partition lemma's options, and the pruning of useless computations
+_G_IP2 = io.inner_product_graph(2)
+_MOVES_IP2 = list(io.optimal_io(_G_IP2, 4).moves)
+table.raises(
+    "iomodel.schedule_segments",
+    "prune=yes",
+    lambda: io.schedule_segments(_G_IP2, _MOVES_IP2, 4, prune="yes"),
+    word("prune"),
+)
+table.raises("iomodel.prune_schedule", "G=None", lambda: io.prune_schedule(None, []), word("G"))
+table.raises(
+    "iomodel.prune_schedule",
+    "compute without reads",
+    lambda: io.prune_schedule(_G_IP2, [("compute", "s")] + _MOVES_IP2),
+    r"moves\[0\]",
+)
+table.valid(
+    "iomodel.prune_schedule",
+    "an optimal schedule keeps its I/O",
+    lambda: io.prune_schedule(_G_IP2, _MOVES_IP2),
+    lambda r: (
+        [mv for mv in r if mv[0] in ("read", "write")]
+        == [mv for mv in _MOVES_IP2 if mv[0] in ("read", "write")]
+    ),
 )
 
 

@@ -274,6 +274,43 @@ table.raises(
 )
 table.raises("iomodel.graphs.apply_op", "add-no-args", lambda: gr.apply_op("add", []), word("args"))
 
+table.raises(
+    "iomodel.three_pebble_chain_moves", "k=0", lambda: io.three_pebble_chain_moves(0), word("k")
+)
+table.raises(
+    "iomodel.three_pebble_chain_moves",
+    "k=10**9",
+    lambda: io.three_pebble_chain_moves(10**9),
+    r"\(k\)",
+)
+table.raises(
+    "iomodel.attention_deferred_graph", "m=1", lambda: io.attention_deferred_graph(1, 1, 2), "m"
+)
+table.raises(
+    "iomodel.attention_deferred_graph",
+    "tree=x",
+    lambda: io.attention_deferred_graph(1, 2, 2, tree="x"),
+    "tree",
+)
+table.raises(
+    "iomodel.attention_deferred_graph",
+    "n=10**6",
+    lambda: io.attention_deferred_graph(10**6, 2, 2),
+    "choose smaller sizes",
+)
+table.raises(
+    "iomodel.flash_forward_moves", "M=10", lambda: io.flash_forward_moves(1, 2, 2, 10), "M"
+)
+table.raises(
+    "iomodel.flash_forward_moves", "d=0", lambda: io.flash_forward_moves(1, 2, 0, 11), word("d")
+)
+table.raises(
+    "iomodel.optimal_io",
+    "grouped_reads=1",
+    lambda: io.optimal_io(_G2, 4, grouped_reads=1),
+    "grouped_reads",
+)
+
 
 # ---- the tests ----
 

@@ -10,7 +10,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from attnlib import AttnInputError
 from attnlib import iomodel as io
 from attnlib.iomodel import blocks, causal
 
@@ -38,9 +37,9 @@ GRID = [(n, m, d, d_v, M) for (n, m, d, d_v) in SHAPES for M in _levels(n, d, d_
 def test_the_causal_closed_forms_are_the_block_sparse_form_with_the_causal_pattern(n, m, d, d_v, M):
     mask = io.causal_mask(n, m)
     kw = dict(m=m, d_v=d_v)
-    for count, rule in [
-        (io.flash_forward_count, io.flash_forward_blocks),
-        (io.flash_backward_count, io.flash_backward_blocks),
+    for count, rule, bound in [
+        (io.flash_forward_count, io.flash_forward_blocks, io.forward_lower_bound),
+        (io.flash_backward_count, io.flash_backward_blocks, io.backward_lower_bound),
     ]:
         kept = io.flash_block_mask(mask, rule(d, M, d_v=d_v))
         c = count(n, d, M, is_causal=True, **kw)
@@ -48,7 +47,7 @@ def test_the_causal_closed_forms_are_the_block_sparse_form_with_the_causal_patte
         # a block mask with is_causal keeps only the blocks both keep
         assert c == count(n, d, M, block_mask=np.ones_like(kept), is_causal=True, **kw)
         if n == m and d == d_v:
-            assert causal._causal_lower_bound(n, d, M) <= c.total <= count(n, d, M).total
+            assert bound(n, d, M, is_causal=True) <= c.total <= count(n, d, M).total
 
 
 def test_causal_mask_and_score_count():
@@ -63,13 +62,14 @@ def test_causal_mask_and_score_count():
     assert causal.causal_score_count(100) == 100 * 101 // 2
 
 
-def test_causal_lower_bound_is_the_sparse_bound():
-    for n, d, M in [(64, 8, 200), (1024, 64, 10**5), (4096, 128, 10**4)]:
-        z = n * (n + 1) // 2
-        assert causal._causal_lower_bound(n, d, M) == io.sparse_lower_bound(n * d, z, M)
-    # a bound beyond the float range is refused, naming n, not returned as inf
-    with pytest.raises(AttnInputError, match=r"\bn and d are too large"):
-        causal._causal_lower_bound(10**400, 8, 4096)
+def test_causal_lower_bound_is_the_bound_of_the_causal_mask():
+    """is_causal=True gives the bound of the explicit mask (closed-form row and column
+    counts against the mask's own), and a huge n stays an exact int."""
+    for n, m, d, M in [(64, 64, 8, 200), (50, 70, 4, 64), (70, 50, 16, 10**4)]:
+        mask = io.causal_mask(n, m)
+        for bound in (io.forward_lower_bound, io.backward_lower_bound):
+            assert bound(n, d, M, m=m, is_causal=True) == bound(n, d, M, m=m, mask=mask)
+    assert isinstance(io.forward_lower_bound(10**400, 8, 4096, is_causal=True), int)
 
 
 def test_counts_by_hand():

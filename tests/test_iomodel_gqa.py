@@ -8,7 +8,6 @@ import pytest
 
 import attnlib as al
 from attnlib import iomodel as io
-from attnlib.iomodel import gqa
 from attnlib.iomodel.gqa import decode_count
 
 # (H, H_kv, n, m, d, d_v): multi-head (H_kv = H), multi-query (H_kv = 1), GQA; n = 1.
@@ -48,7 +47,7 @@ def test_grouping_never_moves_more_and_saves_exactly_the_reuse_factor(H, H_kv, n
     kv = {"grouped": grouped.reads - H * n * d, "by head": by_head.reads - H * n * d}
     assert kv["by head"] / kv["grouped"] == io.gqa_kv_reuse(H, H_kv, n, d, M, d_v=d_v)
     if d == d_v:
-        assert grouped.total >= gqa._gqa_lower_bound(H, H_kv, n, d, M, m=m)
+        assert grouped.total >= io.forward_lower_bound(n, d, M, m=m, H=H, H_kv=H_kv)
 
 
 def test_heads_one_at_a_time_are_the_schedule_on_repeated_K_and_V():
@@ -85,8 +84,9 @@ def test_decode_io_is_the_cache_whatever_M():
     # that, each K/V block is read ⌈g/B_r⌉ <= g times.
     H, H_kv, d = 8, 2, 64
     for m in (16, 256, 4096):
-        bound = gqa._decode_lower_bound(m, d, H=H, H_kv=H_kv)
         for M in (io.flash_forward_min_M(d), 4 * io.flash_forward_min_M(d), 10**4, 10**9):
+            bound = io.forward_lower_bound(1, d, M, m=m, H=H, H_kv=H_kv)
+            assert bound == H * 2 * d + H_kv * m * 2 * d  # the trivial term decides
             c = decode_count(m, d, M, H=H, H_kv=H_kv)
             B_r, _ = io.flash_forward_blocks(d, M)
             assert bound <= c.total <= (H // H_kv) * bound + H
@@ -104,17 +104,12 @@ def test_reuse_factor_is_g_for_short_sequences_and_tends_to_one():
 
 
 def test_gqa_lower_bound_at_extreme_sizes():
-    """A huge M gives the (finite) trivial bound instead of blaming n, m and d; a bound
-    beyond the float range names H among the culprits."""
+    """A huge M leaves the trivial term (every word read or written once); the bound is an
+    exact int at any size."""
     H, H_kv, n, d = 8, 2, 64, 8
     trivial = (H * n + 2 * H_kv * n) * d + H * n * d
-    assert gqa._gqa_lower_bound(H, H_kv, n, d, 10**400) == trivial
-    with pytest.raises(al.AttnInputError, match="H, n, m or d is too large"):
-        gqa._gqa_lower_bound(10**400, 1, 64, 8, 4096)
-    # unchanged where both expressions fit
-    g = H // H_kv
-    want = max(trivial, H_kv * min(g * n * n * d * d / 4096, g * n * n * d / 64))
-    assert gqa._gqa_lower_bound(H, H_kv, n, d, 4096) == pytest.approx(want, rel=1e-15)
+    assert io.forward_lower_bound(n, d, 10**400, H=H, H_kv=H_kv) == trivial
+    assert isinstance(io.forward_lower_bound(64, 8, 4096, H=10**400, H_kv=1), int)
 
 
 def test_runs_of_many_heads_are_refused_when_their_steps_add_up_past_the_budget():

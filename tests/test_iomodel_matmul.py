@@ -8,7 +8,7 @@ import pytest
 from attnlib import AttnInputError
 from attnlib.iomodel import (
     CapacityError,
-    matmul_lower_bound,
+    matmul_order,
     matmul_tile_size,
     naive_matmul,
     naive_matmul_count,
@@ -60,7 +60,7 @@ def test_tiled_slope_is_minus_half_and_within_a_constant_of_hong_kung():
         tot = np.array([tiled_matmul_count(m, k, p, int(M)).total for M in Ms])
         slope = loglog_slope(Ms, tot)
         assert -0.55 <= slope <= -0.45, slope
-        ratio = tot / np.array([matmul_lower_bound(m, k, p, int(M)) for M in Ms])
+        ratio = tot / np.array([matmul_order(m, k, p, int(M)) for M in Ms])
         assert 3.4 <= ratio.min() and ratio.max() <= 4.5, (ratio.min(), ratio.max())
         naive = {naive_matmul_count(m, k, p, int(M)).total for M in Ms if M >= k + 2 * p}
         assert len(naive) <= 1  # the naive schedule does not use the cache at all

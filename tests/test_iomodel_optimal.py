@@ -21,6 +21,7 @@ from naive import naive_pebble_optimum
 from attnlib import AttnInputError
 from attnlib import iomodel as io
 from attnlib.iomodel import CapacityError
+from attnlib.iomodel.attention_graphs import attention_deferred_graph
 from attnlib.iomodel.graphs import (
     ComputationGraph,
     attention_forward_graph,
@@ -57,6 +58,7 @@ def random_dag(
     return ComputationGraph(tuple(f"x{v}" for v in range(n)), tuple(ops), tuple(preds), outputs)
 
 
+TREES = ("chain", "balanced")
 SMALL = [random_dag(seed) for seed in (0, 3, 21, 37, 78, 94)] + [
     inner_product_graph(2),
     inner_product_graph(2, tree="balanced"),
@@ -123,6 +125,61 @@ def test_recomputation_can_pay():
     assert _check(G, 5, True).io == _check(G, 5, False).io == 4
 
 
+@pytest.mark.parametrize("G", [g for g in SMALL if g.n <= 8], ids=lambda g: repr(g))
+def test_single_moves_equal_brute_force_for_every_M(G):
+    # the search without reduction 4 (reads one at a time) is exact on its own
+    for M in range(least_feasible_M(G), G.n + 1):
+        for recompute in (True, False):
+            res = optimal_io(G, M, recompute=recompute, grouped_reads=False)
+            assert replay_schedule(G, res.moves, M)[0].total == res.io
+            brute = naive_pebble_optimum(G.preds, set(G.inputs), G.outputs, M, recompute=recompute)
+            assert res.io == brute, (M, recompute)
+
+
+GROUPED_CASES = (
+    [(g, M) for g in SMALL for M in range(least_feasible_M(g), min(g.n, 9) + 1)]
+    + [(inner_product_graph(k, tree=t), M) for k in (3, 4) for t in TREES for M in (3, 4, 5)]
+    + [(matmul_graph(2, 2, 2), M) for M in (6, 7, 8)]
+    + [(attention_deferred_graph(1, 2, 2), M) for M in (6, 8)]
+)
+
+
+def test_grouped_reads_keep_the_optimum_and_expand_less():
+    """Reduction 4 against the search with single reads, on every graph both finish: the
+    same optimum with and without recomputation, each schedule replayed; in total, and in
+    most solves, fewer configurations expanded."""
+    fewer, totals = 0, [0, 0]
+    for G, M in GROUPED_CASES:
+        for recompute in (True, False):
+            grouped = _check(G, M, recompute)
+            single = optimal_io(G, M, recompute=recompute, grouped_reads=False, max_states=10**6)
+            assert replay_schedule(G, single.moves, M)[0].total == single.io
+            assert grouped.io == single.io, (G, M, recompute)
+            fewer += grouped.states < single.states
+            totals[0] += grouped.states
+            totals[1] += single.states
+    assert fewer > len(GROUPED_CASES) and 10 * totals[0] < totals[1], (fewer, totals)
+
+
+@pytest.mark.parametrize("k", range(1, 8))
+def test_chain_inner_product_at_three_pebbles_costs_4k_minus_1(k):
+    # prop-05-chain-three: Q(inner_product_graph(k), 3) = 4k - 1, with or without
+    # recomputation; the schedule of its proof attains it
+    G = inner_product_graph(k)
+    assert _check(G, 3, True).io == _check(G, 3, False).io == 4 * k - 1
+    H, moves = io.three_pebble_chain_moves(k)
+    assert H == G and replay_schedule(G, moves, 3)[0].total == 4 * k - 1
+
+
+def test_the_proofs_schedule_beyond_the_solver():
+    # the upper half of prop-05-chain-three where the solver does not reach
+    for k in range(8, 40):
+        G, moves = io.three_pebble_chain_moves(k)
+        count, _ = replay_schedule(G, moves, 3)
+        assert count.total == 4 * k - 1 and count.peak_fast == 3
+        assert count.total - trivial_io_bound(G) == 2 * (k - 1)
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_inner_product_closed_forms(k):
     # chain sums: every input read once and the result written once from 4 pebbles on
@@ -152,7 +209,7 @@ def test_larger_graphs_replay_and_respect_bounds():
 LIMITS = [
     (lambda: optimal_io(matmul_graph(2, 2, 2), 4, max_states=50), "max_states = 50"),
     (lambda: optimal_io(matmul_graph(2, 2, 2), 4, max_seconds=1e-6), "max_seconds"),
-    (lambda: optimal_io(matmul_graph(3, 3, 3), 20), f"MAX_VERTICES = {MAX_VERTICES}"),
+    (lambda: optimal_io(matmul_graph(4, 4, 4), 20), f"MAX_VERTICES = {MAX_VERTICES}"),
 ]
 
 
@@ -185,6 +242,7 @@ BAD_INPUTS = [
     (lambda G, good: optimal_io("graph", 4), "G must be", AttnInputError),
     (lambda G, good: optimal_io(G, 2), "M must be an integer >= 3", AttnInputError),
     (lambda G, good: optimal_io(G, 4, recompute=1), "recompute", AttnInputError),
+    (lambda G, good: optimal_io(G, 4, grouped_reads=None), "grouped_reads", AttnInputError),
     (lambda G, good: optimal_io(G, 4, max_states=0), "max_states", AttnInputError),
     (lambda G, good: optimal_io(G, 4, max_seconds=-1.0), "max_seconds", AttnInputError),
     (lambda G, good: replay_schedule(G, [("load", 0)], 4), "moves\\[0\\]", AttnInputError),
@@ -236,5 +294,5 @@ def test_the_replay_refuses_values_that_leave_the_float_range():
 
     G = inner_product_graph(2)
     moves = list(optimal_io(G, 4).moves)
-    with pytest.raises(AttnInputError, match=r"inputs make 'p0' \(mul\) inf"):
+    with pytest.raises(AttnInputError, match=r"inputs make 'p[01]' \(mul\) inf"):
         replay_schedule(G, moves, 4, [1e200, 1e200, 1e200, 1e200])

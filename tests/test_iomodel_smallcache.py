@@ -7,7 +7,7 @@
   form, on the grid every schedule shares, is in test_iomodel_twins.py.
 * Asymptotics from the closed forms: log-log slope -1/2 in M below d²/4, the crossover with
   FlashAttention's backward pass near M = d², the advantage ≈ d/√M, and a constant band
-  for the ratio to backward_lower_bound.
+  for the ratio to backward_order (a Θ-expression with constant 1).
 * Bad input: every public function names the argument and what was expected.
 """
 
@@ -31,7 +31,7 @@ from attnlib.iomodel import (
     smallcache_backward,
     smallcache_forward,
 )
-from attnlib.iomodel.bounds import backward_lower_bound, forward_lower_bound
+from attnlib.iomodel.bounds import backward_order, forward_order
 from attnlib.iomodel.smallcache import (
     smallcache_backward_count,
     smallcache_backward_tile,
@@ -296,11 +296,11 @@ FORWARD_BAND = (7.0, 10.5)
 
 
 @pytest.mark.parametrize("d", DS)
-def test_ratio_to_lower_bound_in_a_constant_band(d):
+def test_ratio_to_the_order_in_a_constant_band(d):
     for M in range(6, d * d // 4 + 1, max(1, d * d // 400)):
-        r = smallcache_backward_count(N_BIG, d, M).total / backward_lower_bound(N_BIG, d, M)
+        r = smallcache_backward_count(N_BIG, d, M).total / backward_order(N_BIG, d, M)
         assert BACKWARD_BAND[0] <= r <= BACKWARD_BAND[1], (M, r)
-        r = smallcache_forward_count(N_BIG, d, M).total / forward_lower_bound(N_BIG, d, M)
+        r = smallcache_forward_count(N_BIG, d, M).total / forward_order(N_BIG, d, M)
         assert FORWARD_BAND[0] <= r <= FORWARD_BAND[1], (M, r)
 
 

@@ -54,11 +54,12 @@ def test_smallcache_advantage_is_the_ratio_of_the_counts():
 
 def test_bound_ratios_nan_below_the_least_cache():
     Ms = [3, 5, 64, 4096]
-    r = io.bound_ratios(io.smallcache_backward_count, io.backward_lower_bound, 128, 16, Ms)
+    r = io.bound_ratios(io.smallcache_backward_count, io.backward_order, 128, 16, Ms)
     assert np.isnan(r[:2]).all()  # the small-cache backward pass needs M >= 6
-    assert r[2] == io.smallcache_backward_count(128, 16, 64).total / io.backward_lower_bound(
-        128, 16, 64
-    )
+    assert r[2] == io.smallcache_backward_count(128, 16, 64).total / io.backward_order(128, 16, 64)
+    # against the certified bound every ratio is at least 1
+    certified = io.bound_ratios(io.smallcache_backward_count, io.backward_lower_bound, 128, 16, Ms)
+    assert np.all(certified[2:] >= 1)
 
 
 @pytest.mark.parametrize("T_r, T_c", [(1, 1), (3, 7), (7, 3), (5, 5), (1, 9)])
@@ -82,8 +83,9 @@ def test_block_sparse_sweep_counts_equal_the_closed_forms():
     mask = block_cover(T_r, T_c)
     mask.flat[np.random.default_rng(3).permutation(T_r * T_c)[: int(0.5 * T_r * T_c)]] = True
     assert sweep.counts[1] == io.flash_backward_count(n, d, M, block_mask=mask).total
-    kept = int(io.expand_block_mask(mask, n, n, (B_r, B_c)).sum())
-    assert sweep.bounds[1] == io.sparse_lower_bound(n * d, kept, M)
+    element = io.expand_block_mask(mask, n, n, (B_r, B_c))
+    assert sweep.bounds[1] == io.backward_lower_bound(n, d, M, mask=element)
+    assert sweep.orders[1] == io.sparse_worst_case_order(n * d, int(element.sum()), M)
 
 
 # ---- memory guards and the int64 range of the sweeps' arrays ------------------------------
@@ -112,11 +114,12 @@ def test_block_cover_and_sparse_sweep_refuse_grids_beyond_memory():
 
 
 def test_block_sparse_sweep_kept_scores_are_exact_at_any_size():
-    """The bound's Z_QK, Σ over kept blocks of r_i·c_j, used an int64 product of block
+    """The expression's Z_QK, Σ over kept blocks of r_i·c_j, used an int64 product of block
     sizes; with blocks longer than n it reached numpy as a huge int."""
     sweep = io.block_sparse_sweep(64, 4, 10**400, [1.0])
     assert sweep.counts[0] == sweep.dense
-    assert sweep.bounds[0] == io.sparse_lower_bound(64 * 4, 64 * 64, 10**400)
+    assert sweep.orders[0] == io.sparse_worst_case_order(64 * 4, 64 * 64, 10**400)
+    assert sweep.bounds[0] == io.backward_lower_bound(64, 4, 10**400)
 
 
 def test_crossover_compares_exact_counts_and_refuses_what_a_float_cannot_hold():
@@ -149,8 +152,8 @@ def test_advantage_and_ratios_name_the_sizes_at_fault():
         io.smallcache_advantage(64, 8, 1024)
     # a bound that underflows to 0 next to its count: the ratio is not a float
     with pytest.raises(AttnInputError, match=r"bound\(n, d, Ms\[0\]\) must be a positive"):
-        io.bound_ratios(io.flash_backward_count, io.backward_lower_bound, 64, 8, [10**400])
+        io.bound_ratios(io.flash_backward_count, io.backward_order, 64, 8, [10**400])
     with pytest.raises(AttnInputError, match="count must return an IOCount"):
-        io.bound_ratios(lambda n, d, M: 3, io.backward_lower_bound, 64, 8, [1024])
-    ratio = io.bound_ratios(io.flash_backward_count, io.backward_lower_bound, 64, 8, [1024])
+        io.bound_ratios(lambda n, d, M: 3, io.backward_order, 64, 8, [1024])
+    ratio = io.bound_ratios(io.flash_backward_count, io.backward_order, 64, 8, [1024])
     assert ratio.dtype == float and np.isfinite(ratio).all()

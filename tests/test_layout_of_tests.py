@@ -35,6 +35,8 @@ CROSS_CUTTING = {
     "test_iomodel_twins.py": "every machine schedule of every iomodel module against its "
     "closed-form count, found by introspection",
     "test_book_text.py": "the book's prose: no typed measured number, no team notes",
+    "test_claims.py": "the register of claims (book/claims.yml) against the book's labelled "
+    "statements and the tests and cells that check them",
     "test_chapters_call_the_library.py": "the chapters define no code of their own",
     "test_readme.py": "README's module map against the source tree",
     "test_browser_check.py": "the CI browser check of the built book (.ci/browser_check)",

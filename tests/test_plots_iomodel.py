@@ -28,8 +28,8 @@ def _schedule_log():
 
 def _ratios():
     Ms = np.array([6, 64, 4096])
-    r = io.bound_ratios(io.smallcache_backward_count, io.backward_lower_bound, 64, 8, Ms)
-    f = io.bound_ratios(io.flash_backward_count, io.backward_lower_bound, 64, 8, Ms)
+    r = io.bound_ratios(io.smallcache_backward_count, io.backward_order, 64, 8, Ms)
+    f = io.bound_ratios(io.flash_backward_count, io.backward_order, 64, 8, Ms)
     return Ms, {"backward": {"small-cache": r, "FlashAttention": f}}
 
 

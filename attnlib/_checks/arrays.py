@@ -24,6 +24,7 @@ __all__ = [
     "check_rows",
     "check_shape",
     "check_mask",
+    "check_mask_2d",
     "float_dtype",
     "max_abs",
 ]
@@ -255,6 +256,17 @@ def check_mask(mask, n: int, m: int) -> np.ndarray | None:
         raise AttnInputError(f"mask must have a boolean dtype (True = keep), got dtype {arr.dtype}")
     if arr.shape != (n, m):
         raise AttnInputError(f"mask must have shape (n, m) = {(n, m)}, got {arr.shape}")
+    return arr
+
+
+def check_mask_2d(mask) -> np.ndarray:
+    """Validate a boolean keep-mask of any 2-D shape (True keeps a score): the mask of a
+    bound or a density, whose sizes the mask itself sets."""
+    arr = _as_array("mask", mask)
+    if arr.dtype != np.bool_ or arr.ndim != 2:
+        raise AttnInputError(
+            f"mask must be a 2-D boolean array (True = keep), got {arr.dtype} {arr.shape}"
+        )
     return arr
 
 

@@ -14,7 +14,9 @@ tests require to agree with the simulation exactly. The modules, in the book's o
   :func:`attention_forward_graph`, :func:`attention_dv_graph`, :func:`trivial_io_bound`);
   :mod:`.optimal` — the game's exact optimum on small graphs (:func:`optimal_io`,
   :class:`PebbleSearch`, :data:`MAX_VERTICES`) and a schedule replayed on the machine
-  (:func:`replay_schedule`);
+  (:func:`replay_schedule`); :mod:`.attention_graphs` — the graph FlashAttention computes
+  (:func:`attention_deferred_graph`) and its forward schedule as moves
+  (:func:`flash_forward_moves`);
 * :mod:`.blocks` — FlashAttention's working sets and block rules
   (:func:`flash_forward_working_set`, :func:`flash_forward_blocks`,
   :func:`flash_forward_min_M`, their backward twins, FlashAttention-1's :func:`fa1_blocks`),
@@ -31,12 +33,17 @@ tests require to agree with the simulation exactly. The modules, in the book's o
   :func:`smallcache_backward`, their tile rules); :mod:`.sweeps` — the counts swept over M
   and over kept blocks (:func:`cache_sizes`, :func:`smallcache_crossover`,
   :func:`smallcache_advantage`, :func:`bound_ratios`, :func:`block_sparse_sweep`);
-* :mod:`.bounds` — the lower bounds (:func:`matmul_lower_bound`,
-  :func:`matmul_sharp_lower_bound`, :func:`forward_lower_bound`,
-  :func:`backward_lower_bound`, :func:`sparse_lower_bound`); :mod:`.partition` and
+* :mod:`.bounds` — the certified lower bounds (:func:`matmul_lower_bound`,
+  :func:`forward_lower_bound`, :func:`backward_lower_bound`, :func:`sparse_lower_bound`)
+  and the Θ-expressions with constant 1, never bounds (:func:`matmul_order`,
+  :func:`matmul_sharp_order`, :func:`forward_order`, :func:`backward_order`,
+  :func:`sparse_worst_case_order`); :mod:`.density` — what one part of a schedule holds
+  (:func:`products_per_part`, :func:`mask_density_bound`); :mod:`.certify` — the counted
+  schedules and exact optima every certified bound is held against; :mod:`.partition` and
   :mod:`.pebbling` — Hong and Kung's partition argument on a schedule
-  (:func:`schedule_segments`, :func:`is_dominator`) and explicit pebble-game schedules
-  (:func:`tiled_matmul_moves`, :func:`loop_order_moves`, :func:`explicit_schedule`);
+  (:func:`prune_schedule`, :func:`schedule_segments`, :func:`is_dominator`) and explicit
+  pebble-game schedules (:func:`tiled_matmul_moves`, :func:`three_pebble_chain_moves`,
+  :func:`loop_order_moves`, :func:`explicit_schedule`);
 * :mod:`.gqa` — what grouped-query attention saves (:func:`gqa_kv_reuse`) and a decoding
   step's count;
 * Chapter 10's hardware: :mod:`.intensity` (flops per word), :mod:`.roofline` (the roofline
@@ -48,6 +55,7 @@ Every ``*_count`` takes the sizes and the same keywords as its schedule (``m``, 
 those the chapters use; every module's ``__all__`` lists its own.
 """
 
+from .attention_graphs import attention_deferred_graph, flash_forward_moves
 from .blocks import (
     expand_block_mask,
     fa1_blocks,
@@ -61,12 +69,27 @@ from .blocks import (
 )
 from .bounds import (
     backward_lower_bound,
+    backward_order,
     forward_lower_bound,
+    forward_order,
     matmul_lower_bound,
-    matmul_sharp_lower_bound,
+    matmul_order,
+    matmul_sharp_order,
     sparse_lower_bound,
+    sparse_worst_case_order,
 )
 from .causal import causal_mask, causal_saving
+from .certify import (
+    Family,
+    Worst,
+    attack_bounds,
+    default_sizes,
+    element_mask,
+    optimum_families,
+    schedule_families,
+    worst_ratios,
+)
+from .density import mask_density_bound, products_per_part
 from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
 from .gqa import gqa_kv_reuse
 from .graphs import (
@@ -86,8 +109,13 @@ from .matmul import (
     tiled_matmul_count,
 )
 from .optimal import MAX_VERTICES, PebbleSearch, optimal_io, replay_schedule
-from .partition import is_dominator, schedule_segments
-from .pebbling import explicit_schedule, loop_order_moves, tiled_matmul_moves
+from .partition import is_dominator, prune_schedule, schedule_segments
+from .pebbling import (
+    explicit_schedule,
+    loop_order_moves,
+    three_pebble_chain_moves,
+    tiled_matmul_moves,
+)
 from .smallcache import (
     smallcache_backward,
     smallcache_backward_count,
@@ -128,14 +156,18 @@ __all__ = [
     "matmul_graph",
     "attention_forward_graph",
     "attention_dv_graph",
+    "attention_deferred_graph",
+    "flash_forward_moves",
     "trivial_io_bound",
     "MAX_VERTICES",
     "optimal_io",
     "PebbleSearch",
     "replay_schedule",
+    "prune_schedule",
     "schedule_segments",
     "is_dominator",
     "tiled_matmul_moves",
+    "three_pebble_chain_moves",
     "loop_order_moves",
     "explicit_schedule",
     # FlashAttention and standard attention (Chapter 3)
@@ -170,10 +202,24 @@ __all__ = [
     "smallcache_advantage",
     # lower bounds (Chapter 5)
     "matmul_lower_bound",
-    "matmul_sharp_lower_bound",
     "forward_lower_bound",
     "backward_lower_bound",
     "sparse_lower_bound",
+    "products_per_part",
+    "mask_density_bound",
+    "matmul_order",
+    "matmul_sharp_order",
+    "forward_order",
+    "backward_order",
+    "sparse_worst_case_order",
+    "attack_bounds",
+    "schedule_families",
+    "optimum_families",
+    "worst_ratios",
+    "default_sizes",
+    "element_mask",
+    "Family",
+    "Worst",
     "bound_ratios",
     "block_sparse_sweep",
     # grouped-query attention (Chapter 10)

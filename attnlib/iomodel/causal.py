@@ -1,4 +1,4 @@
-"""Causal attention's share of the work: its mask and kept scores, its lower bound, and the
+"""Causal attention's share of the work: its mask and kept scores, and the
 constant the causal schedules save over the dense ones.
 
 The mask is PyTorch's ``is_causal`` (top-left aligned): query i keeps key j iff j <= i. The
@@ -18,7 +18,6 @@ import numpy as np
 from .._checks import check_choice, check_int, check_memory
 from .._heads import causal_keep, causal_mask_bytes
 from .blocks import causal_key_rows, causal_query_rows, flash_backward_blocks, flash_forward_blocks
-from .bounds import _sparse
 from .flash import flash_backward_count, flash_forward_count
 from .tiling import ceil_div, floor_sum
 
@@ -50,20 +49,6 @@ def causal_score_count(n: int, m: int | None = None) -> int:
     m = n if m is None else check_int("m", m)
     k = min(n, m)  # rows 0..k-1 keep i + 1 keys, the rest keep all m
     return k * (k + 1) // 2 + (n - k) * m
-
-
-def _causal_lower_bound(n: int, d: int, M: int) -> float:
-    """Causal attention's I/O lower bound: :func:`~attnlib.iomodel.sparse_lower_bound` with
-    Z_in = n·d and Z_QK = n(n + 1)/2, i.e. min(n²d²/M, n·d·√(n(n+1)/2)/√M).
-
-    The sparse formula is our reading (see :func:`~attnlib.iomodel.sparse_lower_bound`);
-    Z_in = n·d is the choice under which it recovers the dense
-    :func:`~attnlib.iomodel.forward_lower_bound`. Its large-M branch n²d²/M does not shrink
-    with the mask, so the bound does not see the factor one half the schedules save. Raises
-    AttnInputError for arguments below 1, or a bound beyond the float range.
-    """
-    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    return _sparse(n * d, causal_score_count(n), M, "n and d are")
 
 
 def _forward_interior_rows(n: int, B_r: int, B_c: int) -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from .._checks import check_head_counts, check_int
 from .blocks import flash_forward_blocks
-from .bounds import _finite, _over
 from .flash import flash_forward_count
 from .machine import IOCount
 from .tiling import ceil_div, check_dims
@@ -62,38 +61,3 @@ def decode_count(
     """
     m = check_int("m", m)  # required here: the count's m=None would mean m = n = 1
     return flash_forward_count(1, d, M, m=m, d_v=d_v, H=H, H_kv=H_kv, enable_gqa=True)
-
-
-def _gqa_lower_bound(H: int, H_kv: int, n: int, d: int, M: int, *, m: int | None = None):
-    """A lower bound on the I/O of grouped-query attention's forward pass (d_v = d):
-
-        max( (H·n + 2·H_kv·m)·d + H·n·d,  H_kv·min(g·n·m·d²/M, g·n·m·d/√M) )
-
-    The first term is the trivial bound (every input read once, O written once). The
-    second is **our reading**; no paper we cite states a bound for grouped heads. We treat
-    each group as one attention instance with g·n query rows sharing m keys (the
-    computation the grouped schedule performs) and apply the shape of SY24 Theorem 3.1,
-    stated there for n = m, with the rows and keys kept apart and constant 1.
-    Raises AttnInputError for arguments below 1, H not a multiple of H_kv, or a bound beyond
-    the float range.
-    """
-    H, H_kv, g = check_head_counts(H, H_kv, True)
-    n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
-    m = n if m is None else check_int("m", m)
-    trivial = (H * n + 2 * H_kv * m) * d + H * n * d
-    work = H_kv * g * n * m * d  # exact: H_kv groups of g·n·m·d
-    # each quotient of ints taken by logarithms if need be, so that a huge M gives its
-    # (small) value and only a bound beyond the float range is refused
-    per_groups = min(_over(work * d, M, 1), _over(work, M, 0.5))
-    who = "H, n, m or d is"
-    return _finite(max(_over(trivial, 1, 1), per_groups), who)
-
-
-def _decode_lower_bound(m: int, d: int, *, d_v: int | None = None, H: int = 1, H_kv: int = 1):
-    """The trivial lower bound of a decoding step, valid for every M: the inputs q (H·d
-    words) and the cache K, V (H_kv·m·(d + d_v)) must each be read and o (H·d_v) written:
-    H·(d + d_v) + H_kv·m·(d + d_v). Raises AttnInputError for arguments below 1."""
-    H, H_kv, _ = check_head_counts(H, H_kv, True)
-    m, d = check_int("m", m), check_int("d", d)
-    d_v = d if d_v is None else check_int("d_v", d_v)
-    return H * (d + d_v) + H_kv * m * (d + d_v)

@@ -14,6 +14,7 @@ import heapq
 import math
 import time
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
@@ -37,7 +38,7 @@ __all__ = [
     "replay_schedule",
 ]
 
-MAX_VERTICES = 40  # beyond this, even the reduced configuration space is out of reach
+MAX_VERTICES = 80  # beyond this, even the reduced configuration space is out of reach
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def optimal_io(
     M: int,
     *,
     recompute: bool = True,
+    grouped_reads: bool = True,
     max_states: int = 200_000,
     max_seconds: float | None = None,
 ) -> OptimalSchedule:
@@ -89,6 +91,9 @@ def optimal_io(
     M : red pebbles, at least :func:`~attnlib.iomodel.graphs.least_feasible_M` (G)
     recompute : allow a vertex to be computed more than once (the standard game); with
         False every vertex is computed at most once
+    grouped_reads : explore reads together with the computation that uses them (reduction 4
+        of :class:`PebbleSearch`; the same optimum, fewer configurations); False explores
+        each read as a move of its own
     max_states : the search budget, in configurations expanded. A count, not a clock: the
         same graph gets the same answer, or the same refusal, on every machine and under
         any load
@@ -112,7 +117,14 @@ def optimal_io(
     >>> optimal_io(inner_product_graph(2), 3).io, optimal_io(inner_product_graph(2), 4).io
     (7, 5)
     """
-    search = PebbleSearch(G, M, recompute=recompute, max_states=max_states, max_seconds=max_seconds)
+    search = PebbleSearch(
+        G,
+        M,
+        recompute=recompute,
+        grouped_reads=grouped_reads,
+        max_states=max_states,
+        max_seconds=max_seconds,
+    )
     return search.run()
 
 
@@ -137,6 +149,16 @@ class PebbleSearch:
        pebbles are unlimited, so an earlier write blocks nothing. So v is written, if at all,
        right after it is computed (and an output always is: it must be written once anyway).
        Writing a vertex just read is pointless: it is already blue.
+    4. **Reads grouped with their use** (``grouped_reads=True``, the default). A read of v is
+       useful only if a computation of a successor follows while v is still red (writing it
+       is pointless, and an output read was already blue). Postponing the read to just before
+       the first such computation keeps the schedule valid (v stays blue, and a red pebble
+       placed later only frees room in between) and changes no count. So one move reads the
+       missing predecessors of a vertex, after deleting just enough red pebbles other than
+       its predecessors to make room for them and for it, and computes it; every set of such
+       deletions is tried. With ``grouped_reads=False`` reads are single moves, as in the
+       search before this reduction; the tests hold the two against each other. A grouped
+       move is a sequence of single moves, so the heuristic below drops by at most its cost.
 
     The heuristic is admissible and consistent: every output without a blue pebble still needs
     one write, and every input u without a red pebble that reaches such an output along a path
@@ -161,6 +183,7 @@ class PebbleSearch:
         M: int,
         *,
         recompute: bool = True,
+        grouped_reads: bool = True,
         max_states: int = 200_000,
         max_seconds: float | None = None,
     ):
@@ -172,6 +195,7 @@ class PebbleSearch:
             )
         self.M_asked = check_int("M", M, minimum=least_feasible_M(G))
         self.recompute = check_bool("recompute", recompute)
+        self.grouped_reads = check_bool("grouped_reads", grouped_reads)
         self.max_states = check_int("max_states", max_states)
         self.max_seconds = (
             None if max_seconds is None else check_positive_real("max_seconds", max_seconds)
@@ -202,25 +226,19 @@ class PebbleSearch:
     def h(self, R: int, B: int, C: int) -> float:
         """Admissible, consistent lower bound on the remaining I/O (see the class docstring)."""
         writes = _popcount(self.outputs & ~B)
-        have = R | B
-        stack = [o for o in self.G.outputs if not (have >> o) & 1]
-        seen = 0
-        for o in stack:
-            seen |= 1 << o
-        reads = 0
-        while stack:
-            x = stack.pop()
-            if not self.recompute and (C >> x) & 1:
-                return math.inf  # must be red again, cannot be recomputed, is not blue
-            for u in self.G.preds[x]:
-                if (seen >> u) & 1 or (R >> u) & 1:
-                    continue
-                seen |= 1 << u
-                if self.is_input[u]:
-                    reads += 1
-                elif not (B >> u) & 1:
-                    stack.append(u)
-        return writes + reads
+        # must: vertices that must be red again, found from the outputs without a pebble
+        # along predecessors that hold none; needs: the predecessors of those vertices
+        blocked = R | B | self.inputs
+        must = frontier = self.outputs & ~(R | B)
+        needs = 0
+        while frontier:
+            preds = _or(self.pred_mask[x] for x in _bits(frontier))
+            needs |= preds
+            frontier = preds & ~blocked & ~must
+            must |= frontier
+        if not self.recompute and must & C:
+            return math.inf  # must be red again, cannot be recomputed, is not blue
+        return writes + _popcount(needs & self.inputs & ~R)
 
     def canon(self, R: int, B: int, C: int):
         """Drop dead vertices (reduction 2); returns the state and the red pebbles dropped."""
@@ -231,7 +249,6 @@ class PebbleSearch:
         """Search until every output is blue; the least-I/O schedule found, as moves."""
         M_asked = self.M_asked
         t0 = time.perf_counter()
-        M = self.M
         start = (0, 0, 0)
         key0 = start
         g_best = {key0: 0}
@@ -267,52 +284,23 @@ class PebbleSearch:
                     f"(G has {self.n} vertices, M = {M_asked}, {expanded} configurations "
                     f"expanded); raise max_seconds or use a smaller graph"
                 )
-            live = self.alive(B)
-            full = _popcount(R) >= M
-            for v in _bits(live & ~R):
-                options = []
-                if self.is_input[v] or (B >> v) & 1:
-                    options.append(("read", 1))
-                computable = (
-                    not self.is_input[v]
-                    and (self.pred_mask[v] & R) == self.pred_mask[v]
-                    and (self.recompute or not (C >> v) & 1)
-                )
-                if computable:
-                    if (B >> v) & 1:
-                        options.append(("compute", 0))  # recompute instead of reading back
-                    elif self.is_output[v]:
-                        options.append(("compute+write", 1))
-                    else:
-                        options += [("compute", 0), ("compute+write", 1)]
-                if not options:
+            expand = self._grouped if self.grouped_reads else self._single
+            for R1, B1, C1, cost, step in expand(R, B, C):
+                if B1 == B:  # nothing became dead: the state is already canonical
+                    R2, B2, C2, dropped = R1, B1, C1, 0
+                else:
+                    R2, B2, C2, dropped = self.canon(R1, B1, C1)
+                nk = (R2, B2, C2)
+                g1 = g + cost
+                if g1 >= g_best.get(nk, math.inf):
                     continue
-                for op, cost in options:
-                    if not full:
-                        victims = (None,)
-                    elif op == "read":
-                        victims = tuple(_bits(R))
-                    else:  # a predecessor cannot make room for its own successor
-                        victims = tuple(_bits(R & ~self.pred_mask[v]))
-                    for x in victims:
-                        R1 = (R if x is None else R & ~(1 << x)) | (1 << v)
-                        B1 = B | (1 << v) if op == "compute+write" else B
-                        C1 = C | (1 << v) if (op != "read" and not self.recompute) else C
-                        if B1 == B:  # nothing became dead: the state is already canonical
-                            R2, B2, C2, dropped = R1, B1, C1, 0
-                        else:
-                            R2, B2, C2, dropped = self.canon(R1, B1, C1)
-                        nk = (R2, B2, C2)
-                        g1 = g + cost
-                        if g1 >= g_best.get(nk, math.inf):
-                            continue
-                        hh = self.h(R2, B2, C2)
-                        if hh == math.inf:
-                            continue
-                        g_best[nk] = g1
-                        parent[nk] = (key, x, op, v, dropped)
-                        tick += 1
-                        heapq.heappush(heap, (g1 + hh, -g1, tick, nk))
+                hh = self.h(R2, B2, C2)
+                if hh == math.inf:
+                    continue
+                g_best[nk] = g1
+                parent[nk] = (key, step, dropped)
+                tick += 1
+                heapq.heappush(heap, (g1 + hh, -g1, -tick, nk))
         seconds = time.perf_counter() - t0
         if goal is None:  # cannot happen for M >= least_feasible_M, kept as a guard
             raise AttnInputError(f"no schedule of G exists with M = {M_asked}")
@@ -331,15 +319,77 @@ class PebbleSearch:
             self.recompute,
         )
 
+    def _single(self, R: int, B: int, C: int):
+        """Every move of the reduced game, one read or computation at a time."""
+        full = _popcount(R) >= self.M
+        for v in _bits(self.alive(B) & ~R):
+            options = []
+            if self.is_input[v] or (B >> v) & 1:
+                options.append(("read", 1))
+            if self._computable(v, R, C):
+                options += self._compute_options(v, B)
+            for op, cost in options:
+                if not full:
+                    victims = (None,)
+                elif op == "read":
+                    victims = tuple(_bits(R))
+                else:  # a predecessor cannot make room for its own successor
+                    victims = tuple(_bits(R & ~self.pred_mask[v]))
+                for x in victims:
+                    out = () if x is None else (x,)
+                    R1 = (R if x is None else R & ~(1 << x)) | (1 << v)
+                    if op == "read":
+                        yield R1, B, C, 1, (out, (v,), None, v)
+                    else:
+                        yield (*self._place(v, op, R1, B, C), cost, (out, (), op, v))
+
+    def _grouped(self, R: int, B: int, C: int):
+        """Reduction 4: a computation of v together with the reads of its missing
+        predecessors, after deleting just enough red pebbles to make room for them all."""
+        for v in _bits(self.alive(B) & ~R):
+            if self.is_input[v] or not (self.recompute or not (C >> v) & 1):
+                continue
+            missing = self.pred_mask[v] & ~R
+            if missing & ~(self.inputs | B):
+                continue  # a predecessor is neither red nor in slow memory
+            reads = tuple(_bits(missing))
+            spare = R & ~self.pred_mask[v]
+            room = _popcount(R) + len(reads) + 1 - self.M
+            if room > _popcount(spare):
+                continue
+            for op, cost in self._compute_options(v, B):
+                victim_sets = [()] if room <= 0 else combinations(tuple(_bits(spare)), room)
+                for out in victim_sets:
+                    R1 = (R & ~_or(1 << x for x in out)) | missing | (1 << v)
+                    R1, B1, C1 = self._place(v, op, R1, B, C)
+                    yield R1, B1, C1, cost + len(reads), (out, reads, op, v)
+
+    def _computable(self, v: int, R: int, C: int) -> bool:
+        return (
+            not self.is_input[v]
+            and (self.pred_mask[v] & R) == self.pred_mask[v]
+            and (self.recompute or not (C >> v) & 1)
+        )
+
+    def _compute_options(self, v: int, B: int) -> list:
+        if (B >> v) & 1:
+            return [("compute", 0)]  # recompute instead of reading back
+        if self.is_output[v]:
+            return [("compute+write", 1)]
+        return [("compute", 0), ("compute+write", 1)]
+
+    def _place(self, v: int, op: str, R1: int, B: int, C: int):
+        B1 = B | (1 << v) if op == "compute+write" else B
+        C1 = C | (1 << v) if not self.recompute else C
+        return R1, B1, C1
+
     def _moves(self, parent, goal):
         steps = []
         key = goal
         while parent[key] is not None:
-            prev, x, op, v, dropped = parent[key]
-            chunk = [] if x is None else [("delete", x)]
-            if op == "read":
-                chunk.append(("read", v))
-            else:
+            prev, (out, reads, op, v), dropped = parent[key]
+            chunk = [("delete", x) for x in out] + [("read", u) for u in reads]
+            if op is not None:
                 chunk.append(("compute", v))
                 if op == "compute+write":
                     chunk.append(("write", v))

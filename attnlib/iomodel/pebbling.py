@@ -13,11 +13,23 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .._checks import AttnInputError, check_int
-from .graphs import ComputationGraph, check_graph, least_feasible_M, matmul_graph
+from .graphs import (
+    ComputationGraph,
+    check_graph,
+    inner_product_graph,
+    least_feasible_M,
+    matmul_graph,
+)
 from .matmul import matmul_tile_size
 from .tiling import block_ranges
 
-__all__ = ["tiled_matmul_moves", "loop_order_moves", "ExplicitSchedule", "explicit_schedule"]
+__all__ = [
+    "tiled_matmul_moves",
+    "three_pebble_chain_moves",
+    "loop_order_moves",
+    "ExplicitSchedule",
+    "explicit_schedule",
+]
 
 
 def tiled_matmul_moves(m: int, k: int, p: int, tile: int):
@@ -69,6 +81,40 @@ def tiled_matmul_moves(m: int, k: int, p: int, tile: int):
             for i in range(*I):
                 for j in range(*J):
                     moves += [("write", partial[i, j]), ("delete", partial[i, j])]
+    return G, moves
+
+
+def three_pebble_chain_moves(k: int):
+    """The schedule of ⟨a, b⟩ summed as a chain with 3 red pebbles that spills every partial
+    sum, as moves on ``inner_product_graph(k)``: read a_0, b_0, compute p_0, write it; then for
+    l = 1, …, k − 1 read a_l, b_l, compute p_l, delete the inputs, read the partial sum back,
+    add, and write the new partial sum (the last one is the output s). Reads 2k + (k − 1),
+    writes k: 4k − 1 I/Os, the optimum of the proposition of Chapter 5 that Q = 4k − 1 at
+    M = 3; the peak is 3 red pebbles.
+
+    Returns (G, moves). Raises AttnInputError for k < 1.
+
+    Examples
+    --------
+    >>> from attnlib.iomodel import replay_schedule
+    >>> G, moves = three_pebble_chain_moves(5)
+    >>> replay_schedule(G, moves, 3)[0]
+    IOCount(reads=14, writes=5, total=19, peak_fast=3)
+    """
+    G = inner_product_graph(check_int("k", k))
+    idx = G.index
+    moves = [("read", idx("a0")), ("read", idx("b0"))]
+    first = idx("s" if k == 1 else "p0")
+    moves += [("compute", first), ("delete", idx("a0")), ("delete", idx("b0"))]
+    moves += [("write", first), ("delete", first)]
+    partial = first
+    for l in range(1, k):
+        a, b, p = idx(f"a{l}"), idx(f"b{l}"), idx(f"p{l}")
+        new = idx("s" if l == k - 1 else f"s[0:{l + 1}]")
+        moves += [("read", a), ("read", b), ("compute", p), ("delete", a), ("delete", b)]
+        moves += [("read", partial), ("compute", new), ("delete", partial), ("delete", p)]
+        moves += [("write", new), ("delete", new)]
+        partial = new
     return G, moves
 
 

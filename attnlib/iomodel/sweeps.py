@@ -22,7 +22,8 @@ from .._checks import (
     describe_int,
 )
 from .blocks import flash_backward_blocks, flash_backward_min_M
-from .bounds import sparse_lower_bound
+from .bounds import _profile_bound, sparse_worst_case_order
+from .density import _Profile
 from .flash import flash_backward_count
 from .smallcache import smallcache_backward_count
 from .tiling import block_sizes, ceil_div
@@ -203,7 +204,9 @@ def bound_ratios(count, bound, n: int, d: int, Ms) -> np.ndarray:
     the schedule's smallest cache: the constant of a schedule against a bound's expression.
 
     ``count`` is a closed form (e.g. :func:`~attnlib.iomodel.flash_backward_count`) and
-    ``bound`` a lower bound (e.g. :func:`~attnlib.iomodel.backward_lower_bound`). Raises
+    ``bound`` a certified bound (e.g. :func:`~attnlib.iomodel.backward_lower_bound`: every
+    ratio >= 1) or a Θ-expression (e.g. :func:`~attnlib.iomodel.backward_order`: the ratio
+    is the schedule's constant). Raises
     AttnInputError if they are not callable, ``count`` does not return an IOCount, ``bound``
     does not return a positive finite number, the sizes are invalid, or a ratio is beyond
     the float range (a bound that underflows next to its count).
@@ -263,18 +266,23 @@ def block_cover(T_r: int, T_c: int) -> np.ndarray:
 
 class SparseSweep(NamedTuple):
     """A sweep of block-sparse FlashAttention's backward pass over the kept fraction:
-    ``fractions`` (kept blocks / all blocks), ``counts`` and ``bounds`` (the sparse
-    expression with constant 1) in words, and the ``dense`` count."""
+    ``fractions`` (kept blocks / all blocks), ``counts`` in words, ``bounds`` (the certified
+    :func:`~attnlib.iomodel.backward_lower_bound` of the kept element mask, exact ints),
+    ``orders`` (Pagh and Stöckel's worst-case shape with constant 1, never a bound: it
+    exceeds the counts of thin masks), and the ``dense`` count."""
 
     fractions: np.ndarray
     counts: np.ndarray
     bounds: np.ndarray
+    orders: np.ndarray
     dense: int
 
 
 def block_sparse_sweep(n: int, d: int, M: int, targets, *, seed: int = 0) -> SparseSweep:
     """Block-sparse FlashAttention's backward count (n = m, d_v = d, our blocks) as blocks
-    are kept, against :func:`~attnlib.iomodel.sparse_lower_bound` with Z_in = n·d.
+    are kept, against the certified :func:`~attnlib.iomodel.backward_lower_bound` of the
+    element mask the block mask keeps, and against
+    :func:`~attnlib.iomodel.sparse_worst_case_order` with Z_in = n·d (an expression).
 
     The masks grow: each is :func:`block_cover` plus the first ⌊f·T_r·T_c⌋ blocks of one
     seeded random order, for each target fraction f of ``targets`` (in (0, 1]).
@@ -297,13 +305,20 @@ def block_sparse_sweep(n: int, d: int, M: int, targets, *, seed: int = 0) -> Spa
     # kept scores Σ_ij bm_ij·r_i·c_j = r·(bm c), exact: Python ints once n² passes int64
     exact = np.int64 if n * n <= _INT64_MAX else object
     r, c = block_sizes(n, B_r, dtype=exact), block_sizes(n, B_c, dtype=exact)
-    fractions, counts, bounds = [], [], []
+    fractions, counts, bounds, orders = [], [], [], []
     for f in targets:
         bm = cover.copy()
         bm.flat[order[: int(f * T_r * T_c)]] = True
         fractions.append(bm.mean())
         counts.append(flash_backward_count(n, d, M, block_mask=bm).total)
-        bounds.append(sparse_lower_bound(n * d, int(r @ (bm @ c)), M))
+        # the element mask's row and column counts, block row by block row (no n×n mask)
+        rows = _Profile.of_groups((bm @ c).tolist(), r.tolist())
+        cols = _Profile.of_groups((bm.T @ r).tolist(), c.tolist())
+        bounds.append(_profile_bound(rows, cols, d, M, d, backward=True))
+        orders.append(sparse_worst_case_order(n * d, int(r @ (bm @ c)), M))
     dense = flash_backward_count(n, d, M).total
     counts = _as_floats(counts, "n and d are") if max(counts) > _INT64_MAX else counts
-    return SparseSweep(np.array(fractions), np.array(counts), np.array(bounds), dense)
+    bounds = _as_floats(bounds, "n and d are") if max(bounds) > _INT64_MAX else bounds
+    return SparseSweep(
+        np.array(fractions), np.array(counts), np.array(bounds), np.array(orders), dense
+    )

@@ -98,13 +98,14 @@ def matmul_io_figure(m: int, k: int, p: int, *, M: int, tile: int | None = None,
     """Naive and square-tiled matmul I/O (closed forms) for an m×k by k×p product, for the
     static figure and the widget of Chapter 2.
 
-    Left: words moved against the cache size M (naive, tiled with b = ⌊√(M/3)⌋, and Hong and
-    Kung's mkp/√M), with the chosen M marked and, if ``tile`` is given, the count of that tile
-    (hollow if its three tiles do not fit in M). Right: at that M, words moved against the
-    tile side b; tiles that do not fit are drawn grey. Raises AttnInputError for sizes below 1
-    or M below 3.
+    Left: words moved against the cache size M (naive, tiled with b = ⌊√(M/3)⌋, and the
+    Θ-expression mkp/√M of Hong and Kung's bound, constant 1,
+    :func:`~attnlib.iomodel.matmul_order`), with the chosen M marked and, if ``tile`` is
+    given, the count of that tile (hollow if its three tiles do not fit in M). Right: at that
+    M, words moved against the tile side b; tiles that do not fit are drawn grey. Raises
+    AttnInputError for sizes below 1 or M below 3.
     """
-    from ..iomodel import matmul_lower_bound, matmul_tile_size
+    from ..iomodel import matmul_order, matmul_tile_size
     from ..iomodel import naive_matmul_count as naive
     from ..iomodel import tiled_matmul_count as tiled
 
@@ -118,8 +119,8 @@ def matmul_io_figure(m: int, k: int, p: int, *, M: int, tile: int | None = None,
     naive_M = [int(x) for x in Ms if x >= k + 2 * p]
     if naive_M:
         ax.loglog(naive_M, [naive(m, k, p, x).total for x in naive_M], "s-", label="naive, by rows")
-    bound = [matmul_lower_bound(m, k, p, int(x)) for x in Ms]
-    ax.loglog(Ms, bound, "k--", lw=1, label="Hong–Kung mkp/√M")
+    order = [matmul_order(m, k, p, int(x)) for x in Ms]
+    ax.loglog(Ms, order, "k--", lw=1, label="Hong–Kung order mkp/√M (constant 1)")
     ax.axvline(M, color="0.5", lw=0.8)
     b_best = matmul_tile_size(M)
     bs = np.unique(np.geomspace(1, max(4, 3 * b_best), 40).astype(int))
@@ -130,7 +131,7 @@ def matmul_io_figure(m: int, k: int, p: int, *, M: int, tile: int | None = None,
     if (~fit).any():
         ax_b.loglog(bs[~fit], tot[~fit], "o:", color="0.6", label="3 tiles > M: not allowed")
     ax_b.axvline(b_best, color="C0", lw=0.8, ls="--")
-    ax_b.axhline(matmul_lower_bound(m, k, p, M), color="k", ls="--", lw=1, label="mkp/√M")
+    ax_b.axhline(matmul_order(m, k, p, M), color="k", ls="--", lw=1, label="order mkp/√M")
     if tile is not None:
         c = tiled(m, k, p, M, tile=check_int("tile", tile))
         _mark_tile(
@@ -206,21 +207,22 @@ def growth_in_n_figure(ns, standard, flash, *, d: int, M: int):
     return fig
 
 
-def backward_bound_figure(Ms, count, bound, *, n: int, d: int):
-    """Chapter 3: FlashAttention's backward count against M, with the constant-free bound
-    n²d²/M and 24 times it.
+def backward_bound_figure(Ms, count, order, *, n: int, d: int):
+    """Chapter 3: FlashAttention's backward count against M, with the Θ-expression n²d²/M
+    (constant 1, :func:`~attnlib.iomodel.backward_order`; an order, not a bound) and 24
+    times it.
 
-    ``Ms``, ``count`` and ``bound`` are equal-length positive series. Raises AttnInputError
+    ``Ms``, ``count`` and ``order`` are equal-length positive series. Raises AttnInputError
     otherwise, or for sizes below 1.
     """
     Ms = as_series("Ms", Ms, positive=True)
     count = as_series("count", count, size=Ms.size, like="Ms", positive=True)
-    bound = as_series("bound", bound, size=Ms.size, like="Ms", positive=True)
+    order = as_series("order", order, size=Ms.size, like="Ms", positive=True)
     n, d = check_int("n", n), check_int("d", d)
     fig, ax = plt.subplots()
     (line,) = ax.loglog(Ms, count, "o-", ms=3, label=f"FlashAttention backward, n = {n}, d = {d}")
-    ax.loglog(Ms, bound, "--", color=line.get_color(), lw=1, label="lower bound n²d²/M")
-    ax.loglog(Ms, 24 * bound, ":", color=line.get_color(), lw=1, label="24 n²d²/M")
+    ax.loglog(Ms, order, "--", color=line.get_color(), lw=1, label="order n²d²/M (constant 1)")
+    ax.loglog(Ms, 24 * order, ":", color=line.get_color(), lw=1, label="24 n²d²/M")
     ax.set(xlabel="fast memory M (words), from d² to nd/4", ylabel="words moved, backward pass")
     ax.set_title("FlashAttention backward I/O against the cache size")
     ax.legend()
@@ -281,8 +283,9 @@ def smallcache_crossover_figure(n: int, d: int, *, ax=None, M_max: int | None = 
     """Chapter 4: counted backward I/O against M, FlashAttention's and the small-cache
     algorithm's, from :func:`attnlib.iomodel.smallcache_crossover`.
 
-    The two branches of the lower bound n²d²/M and n²d/√M are dashed, M = d² dotted and the
-    crossover (the first M at which FlashAttention's count is no larger) starred. The
+    The two branches of the Θ-expression n²d²/M and n²d/√M (constant 1) are dashed, M = d²
+    dotted and the crossover (the first M at which FlashAttention's count is no larger)
+    starred. The
     crossover M is also stored on the Figure as ``fig.crossover_M``. Raises AttnInputError
     for n < 1, d < 2 or M_max below 1.
     """
@@ -359,8 +362,9 @@ def smallcache_advantage_figure(advantages: dict, *, n: int):
 
 
 def bound_ratio_figure(Ms, ratios: dict, *, n: int, d: int):
-    """Chapter 5: counted I/O over the bound's expression (constant 1) against M, one panel
-    per pass, one line per algorithm and the best of them dotted.
+    """Chapter 5: counted I/O over a bound or an order against M, one panel per pass, one
+    line per algorithm and the best of them dotted (over a certified ``*_lower_bound`` every
+    ratio is at least 1; over a ``*_order`` it is the schedule's constant).
 
     ``ratios`` maps a pass name to ``{algorithm: series}`` (from
     :func:`attnlib.iomodel.bound_ratios`; NaN below an algorithm's smallest cache). Raises
@@ -385,14 +389,15 @@ def bound_ratio_figure(Ms, ratios: dict, *, n: int, d: int):
         ax.axhline(1.0, color="gray", lw=1.5, label="constant 1")
         ax.set(xlabel="fast memory M (words)", title=f"{name} pass, n = {n}, d = {d}")
         ax.legend(fontsize=7)
-    axes[0, 0].set_ylabel("counted I/O / bound with constant 1")
+    axes[0, 0].set_ylabel("counted I/O / bound or order")
     return fig
 
 
 def sparse_sweep_figure(sweeps: dict, *, n: int, d: int):
     """Chapter 5: block-sparse FlashAttention's backward count against the fraction of kept
-    blocks, the sparse expression (constant 1) dashed and the dense count × fraction dotted,
-    one colour per M.
+    blocks, the certified bound of the kept mask solid and thin, Pagh and Stöckel's
+    worst-case order (constant 1, never a bound) dashed and the dense count × fraction
+    dotted, one colour per M.
 
     ``sweeps`` maps M to :func:`attnlib.iomodel.block_sparse_sweep`'s result. Raises
     AttnInputError for an empty mapping or sizes below 1.
@@ -404,8 +409,9 @@ def sparse_sweep_figure(sweeps: dict, *, n: int, d: int):
         c = f"C{k}"
         label = f"block-sparse FlashAttention, M = {M} = {M / d**2:.2f} d²"
         ax.loglog(s.fractions, s.counts, "o-", color=c, label=label)
+        ax.loglog(s.fractions, s.bounds, "-", color=c, lw=0.8, label=f"certified bound, M = {M}")
         ax.loglog(
-            s.fractions, s.bounds, "--", color=c, label=f"sparse expression (constant 1), M = {M}"
+            s.fractions, s.orders, "--", color=c, label=f"worst-case order (constant 1), M = {M}"
         )
         dense = s.dense * s.fractions
         ax.loglog(s.fractions, dense, ":", color=c, lw=1, alpha=0.7, label="dense count × fraction")
@@ -439,10 +445,11 @@ def partition_figure(G, segments, M: int, *, title: str | None = None):
     """Chapter 5: Hong and Kung's partition of a schedule, one panel per segment of M I/Os.
 
     ``segments`` is :func:`attnlib.iomodel.schedule_segments`'s list. In each panel the graph
-    is drawn by depth (inputs on the left); the vertices first computed in the segment are
-    filled, the **dominator** (red at the start or read during the segment) is ringed in red,
-    and the **minimum set** (computed vertices with no successor computed in the same
-    segment) is marked with a green square. Raises AttnInputError for no segments or M < 1.
+    is drawn by depth (inputs on the left); the vertices computed in the segment (after
+    pruning, if the segments were pruned) are filled, the **dominator** (red at the start or
+    read during the segment) is ringed in red, and the **minimum set** of the segment's part
+    (the vertices first computed in it with no successor in the same part) is marked with a
+    green square. Raises AttnInputError for no segments or M < 1.
     """
     from ..iomodel.graphs import check_graph
     from ..iomodel.tiling import ceil_div

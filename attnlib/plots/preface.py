@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .._checks import AttnInputError, as_dict, as_entries, check_int
-from ..iomodel.bounds import backward_lower_bound
+from ..iomodel.bounds import backward_order
 from .style import add_takeaway, use_book_style
 
 __all__ = ["map_of_results", "reading_path_figure"]
@@ -18,11 +18,14 @@ def map_of_results(*, d: int = 64):
     """The preface's map of results as one figure of two panels, one above the other.
 
     Top, the data movement of exact attention (forward and backward) against the fast memory
-    M, on log-log axes: :func:`attnlib.iomodel.backward_lower_bound` at n = 1024 and head
-    dimension ``d``, divided by n² (words per score), with its two branches dashed, the
-    large-cache branch d²/M (FlashAttention is optimal; SY24 Thm 3.1, LLS+24) and the
-    small-cache branch d/√M (square tiling, SY24 Alg. 1, and the small-cache backward,
-    LLS+24). They cross at M = d², where both equal 1 (the bound is n² words).
+    M, on log-log axes: the Θ-expression :func:`attnlib.iomodel.backward_order` (constant 1,
+    an order, not a bound) at n = 1024 and head dimension ``d``, divided by n² (words per
+    score), with its two branches dashed, the
+    large-cache branch d²/M (FlashAttention attains it up to a constant factor: SY24 Thm 3.1
+    for standard matrix multiplication; Chapter 5's certified bounds, the backward pass as a
+    corollary) and the small-cache branch d/√M (square tiling, SY24 Alg. 1, and the
+    small-cache backward pass of Chapter 4). They cross at M = d², where both equal 1 (the
+    expression is n² words).
 
     Bottom, the time of the gradient against the entry bound B (AS24, with d = O(log n) and
     ε = 1/poly(n)) for n from 2⁴ to 2⁴⁰: for B = o(√log n) it takes n^{1+o(1)} time
@@ -36,15 +39,15 @@ def map_of_results(*, d: int = 64):
     d = check_int("d", d, minimum=2)
     fig, (ax_io, ax_b) = plt.subplots(2, 1, figsize=(7.2, 9.0))
 
-    # Top: I/O per score entry against M, both branches and the bound.
+    # Top: I/O per score entry against M, both branches and the expression.
     d2 = d * d
     Ms = np.unique(np.geomspace(max(4, d2 // 256), d2 * 256, 97).astype(int))
     n = 1024
-    bound = np.array([backward_lower_bound(n, d, int(M)) for M in Ms]) / n**2
+    order = np.array([backward_order(n, d, int(M)) for M in Ms]) / n**2
     large, small = d2 / Ms, d / np.sqrt(Ms)
     ax_io.axvspan(Ms[0], d2, color="#d62728", alpha=0.06)
     ax_io.axvspan(d2, Ms[-1], color="#1f77b4", alpha=0.06)
-    # Each branch drawn dashed a little past the crossover, where it stops being the bound.
+    # Each branch drawn dashed a little past the crossover, where it stops being the minimum.
     near = (Ms >= d2 / 16) & (Ms <= d2 * 16)
     branches = (
         (large, (Ms >= d2) | near, "#1f77b4", r"$n^2d^2/M$ (large-cache branch)"),
@@ -52,7 +55,7 @@ def map_of_results(*, d: int = 64):
     )
     for values, shown, color, label in branches:
         ax_io.loglog(Ms[shown], values[shown], ls="--", color=color, lw=1.2, label=label)
-    ax_io.loglog(Ms, bound, color="black", lw=2.2, label="lower bound = their minimum")
+    ax_io.loglog(Ms, order, color="black", lw=2.2, label="Θ-expression = their minimum")
     ax_io.axvline(d2, color="gray", lw=1, ls=":")
     ax_io.plot([d2], [1.0], "o", color="black")
     ax_io.annotate(
@@ -66,7 +69,7 @@ def map_of_results(*, d: int = 64):
         0.03,
         0.96,
         "small cache, $M = o(d^2)$\n$\\Theta(n^2 d/\\sqrt{M})$: square tiling\n"
-        "(SY24), small-cache backward\n(LLS+24) · Ch. 4",
+        "(SY24), small-cache backward\n· Ch. 4",
         transform=ax_io.transAxes,
         fontsize=8,
         va="top",
@@ -76,16 +79,16 @@ def map_of_results(*, d: int = 64):
         0.97,
         0.96,
         "large cache, $M = \\Omega(d^2)$\n$\\Theta(n^2 d^2/M)$: FlashAttention\n"
-        "fwd + bwd optimal · Ch. 3\nlower bounds · Ch. 5",
+        "fwd + bwd, up to a constant · Ch. 3\ncertified bounds · Ch. 5",
         transform=ax_io.transAxes,
         fontsize=8,
         va="top",
         ha="right",
         color="#17456e",
     )
-    ax_io.set_ylim(bound.min() / 2, bound.max() * 60)  # headroom for the labels
+    ax_io.set_ylim(order.min() / 2, order.max() * 60)  # headroom for the labels
     ax_io.set_xlabel(f"fast memory M (words), head dimension d = {d}")
-    ax_io.set_ylabel(r"I/O lower bound $/\,n^2$ (words per score)")
+    ax_io.set_ylabel(r"I/O, $\Theta$-expression $/\,n^2$ (words per score)")
     ax_io.set_title("Exact attention: data movement (I/O model)")
     ax_io.legend(loc="lower left", fontsize=8)
 
