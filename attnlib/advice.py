@@ -5,7 +5,7 @@
 memory:
 
 ================  ===========================================================================
-``standard``      the materialising algorithm (FA1 Alg. 0 and App. B.2): S, P, dP and dS are
+``standard``      the materialising algorithm (FA1 Alg. 0 and App. B.4): S, P, dP and dS are
                   materialised in slow memory. I/O: ``io.standard_forward_count`` +
                   ``io.standard_backward_count`` (exact counts of our schedules).
 ``flash``         FlashAttention-2's forward and backward (FA2 Algs. 1–2): P is recomputed in

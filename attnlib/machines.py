@@ -80,6 +80,8 @@ class Device:
     sms : number of SMs (CUs), or cores for a CPU
     source : the ``references.bib`` keys the numbers come from
     memory_bytes : main-memory (HBM, DRAM) capacity, or None
+    exp_rate : exponentials per second on the special function units (the softmax's other
+        roof), or None
 
     Vendors state capacities in KB, MB and GB; they are binary units (1 KB = 1024 bytes), as the
     CUDA and ROCm device queries report them. Rates are decimal (1 TB/s = 10¹² bytes/s).
@@ -98,13 +100,14 @@ class Device:
     sms: int | None = None
     source: str = ""
     memory_bytes: int | None = None
+    exp_rate: float | None = None
 
     def __post_init__(self):
         _check_name_and_source(self)
         object.__setattr__(self, "bandwidth", check_positive_real("bandwidth", self.bandwidth))
         peak = check_positive_real("peak_float32", self.peak_float32)
         object.__setattr__(self, "peak_float32", peak)
-        for rate in ("peak_bfloat16", "peak_float64"):
+        for rate in ("peak_bfloat16", "peak_float64", "exp_rate"):
             object.__setattr__(self, rate, _optional_rate(rate, getattr(self, rate)))
         for size in ("llc_bytes", "smem_bytes", "regs_bytes", "sms", "memory_bytes"):
             object.__setattr__(self, size, _optional_int(size, getattr(self, size)))
@@ -169,15 +172,18 @@ def check_device(device, *, sms: bool = False) -> Device:
 
 # The presets, one row each: name, HBM bytes/s, dense bfloat16 tensor FLOP/s, vector float32
 # FLOP/s, last-level cache (MiB), shared memory and registers per SM or CU (KiB), SMs or CUs,
-# HBM capacity (GiB), sources.
+# HBM capacity (GiB), exponentials per second (None where no source states it), sources.
+# The H100's exponential rate is FlashAttention-3's (Shah et al. 2024, §3.1 and its footnote):
+# 16 special-function operations per SM per clock × 132 SMs × 1830 MHz, "3.9 TFLOPS".
 A100_SXM_80GB, H100_SXM5, MI300X = (
-    Device(name, bw, p16, p32, None, llc * _MIB, smem * _KIB, regs * _KIB, sms, src, hbm * _GIB)
-    for name, bw, p16, p32, llc, smem, regs, sms, hbm, src in (
-        ("NVIDIA A100 SXM 80GB", 2039e9, 312e12, 19.5e12, 40, 164, 256, 108, 80,
+    Device(name, bw, p16, p32, None, llc * _MIB, smem * _KIB, regs * _KIB, sms, src, hbm * _GIB,
+           exp)
+    for name, bw, p16, p32, llc, smem, regs, sms, hbm, exp, src in (
+        ("NVIDIA A100 SXM 80GB", 2039e9, 312e12, 19.5e12, 40, 164, 256, 108, 80, None,
          "nvidia_a100_datasheet, nvidia_a100_whitepaper, nvidia_ampere_tuning"),
-        ("NVIDIA H100 SXM5", 3.35e12, 989.4e12, 66.9e12, 50, 228, 256, 132, 80,
-         "nvidia_h100_whitepaper, nvidia_hopper_tuning"),
-        ("AMD Instinct MI300X", 5.3e12, 1307.4e12, 163.4e12, 256, 64, 512, 304, 192,
+        ("NVIDIA H100 SXM5", 3.35e12, 989.4e12, 66.9e12, 50, 228, 256, 132, 80, 16 * 132 * 1830e6,
+         "nvidia_h100_whitepaper, nvidia_hopper_tuning, fa3"),
+        ("AMD Instinct MI300X", 5.3e12, 1307.4e12, 163.4e12, 256, 64, 512, 304, 192, None,
          "amd_mi300_microarchitecture, amd_gpu_specs"),
     )
 )  # fmt: skip

@@ -93,7 +93,35 @@ table.raises(
     lambda: rf.flash_intensity(16, 4, 4096, is_causal=1),
     word("is_causal"),
 )
+table.raises(
+    "iomodel.flash_intensity",
+    "blocks over M",
+    lambda: rf.flash_intensity(16, 4, 120, blocks=(16, 16)),
+    word("blocks"),
+)
+table.raises(
+    "iomodel.arithmetic_intensity",
+    "blocks=int",
+    lambda: io.arithmetic_intensity(16, 4, 4096, blocks=8),
+    word("blocks"),
+)
 table.bad_decode("iomodel.decode_intensity", rf.decode_intensity, "H")
+table.bad_ints("iomodel.exp_roof", "d", lambda v: rf.exp_roof(H100, v))
+table.raises("iomodel.exp_roof", "device=str", lambda: rf.exp_roof("H100", 4), word("device"))
+table.raises("iomodel.exp_roof", "no exp_rate", lambda: rf.exp_roof(mc.MI300X, 4), word("exp_rate"))
+table.raises("iomodel.exp_roof", "which", lambda: rf.exp_roof(H100, 4, which=2), word("which"))
+table.raises(
+    "iomodel.roofline_point",
+    "blocks over one SM",
+    lambda: rf.roofline_point(H100, "bfloat16", 4096, 128, blocks=(4096, 4096)),
+    word("blocks"),
+)
+table.raises(
+    "iomodel.l2_absorption",
+    "blocks over one SM",
+    lambda: hy.l2_absorption(H100, 4096, 128, blocks=(4096, 4096)),
+    word("blocks"),
+)
 table.raises(
     "iomodel.roofline_point",
     "device",

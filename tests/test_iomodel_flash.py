@@ -155,6 +155,30 @@ def test_block_sparse_runs_equal_masked_exact_and_their_closed_forms(n, m, d, d_
         assert c.peak_fast <= M
 
 
+def test_an_element_mask_is_read_from_the_argument_and_costs_no_word():
+    """The element mask is not loaded (the machine's docstring says so): a mask that drops
+    scores but empties no block moves exactly the dense count, forward and backward, while
+    the results follow the mask."""
+    n, m, d, M = 30, 26, 3, 80
+    Q, K, V, dO = _inputs(n, m, d, d, seed=5)
+    mask = np.random.default_rng(5).random((n, m)) < 0.3
+    for blocks, run, count in [
+        (io.flash_forward_blocks(d, M), io.flash_forward, io.flash_forward_count),
+        (io.flash_backward_blocks(d, M), io.flash_backward, io.flash_backward_count),
+    ]:
+        keep = mask.copy()
+        keep[:: blocks[0], :: blocks[1]] = True  # one kept score in every block
+        keep[np.arange(n), np.arange(n) % m] = True  # and in every row
+        O, lse = al.attention_forward(Q, K, V, mask=keep)
+        args = (Q, K, V) if run is io.flash_forward else (Q, K, V, O, dO, lse)
+        *out, c = run(*args, M=M, mask=keep)
+        ref = (O, lse) if run is io.flash_forward else al.attention_backward(*args, mask=keep)
+        for a, b in zip(out, ref, strict=True):
+            _close(a, b)
+        assert not np.allclose(O, al.attention_forward(Q, K, V)[0])  # the mask acts
+        assert c == count(n, d, M, m=m)
+
+
 def test_all_true_block_mask_counts_as_dense_and_empty_mask_moves_only_outputs():
     n, m, d, M = 37, 29, 4, 400
     for blocks_of, count, outputs in [
@@ -205,25 +229,29 @@ LARGE = [(65536, 64), (16384, 32), (8192, 128)]
 
 
 @pytest.mark.parametrize("n,d", LARGE)
-def test_flash_backward_slope_and_band_against_the_lower_bound(n, d):
+def test_flash_backward_slope_and_band_against_the_order(n, d):
     """For d² <= M <= nd/4: log-log slope −1 ± 0.1 against M, and
-    24 <= flash_backward_count / backward_lower_bound <= 40 (ours: B_c ≈ M/6d gives ≈ 24 at
-    large M; near M = d² the inner block is below d and the ratio rises to ≈ 38)."""
+    24 <= flash_backward_count / backward_order <= 40 (ours: B_c ≈ M/6d gives ≈ 24 at
+    large M; near M = d² the inner block is below d and the ratio rises to ≈ 38); and never
+    below the certified backward_lower_bound."""
     Ms = np.unique(np.geomspace(d * d, n * d / 4, 25).astype(int))
     tot = np.array([io.flash_backward_count(n, d, int(M)).total for M in Ms])
     slope = loglog_slope(Ms, tot)
     assert -1.1 <= slope <= -0.9, slope
-    ratio = tot / np.array([io.backward_lower_bound(n, d, int(M)) for M in Ms])
+    ratio = tot / np.array([io.backward_order(n, d, int(M)) for M in Ms])
+    assert all(t >= io.backward_lower_bound(n, d, int(M)) for t, M in zip(tot, Ms, strict=True))
     assert 24 <= ratio.min() and ratio.max() <= 40, (ratio.min(), ratio.max())
 
 
 @pytest.mark.parametrize("n,d", LARGE)
-def test_flash_forward_slope_and_band_against_the_lower_bound(n, d):
-    """Same range: slope −1 ± 0.1 and 6 <= flash_forward_count / forward_lower_bound <= 11."""
+def test_flash_forward_slope_and_band_against_the_order(n, d):
+    """Same range: slope −1 ± 0.1 and 6 <= flash_forward_count / forward_order <= 11 (the
+    Θ-expression n²d²/M with constant 1), and never below the certified forward_lower_bound."""
     Ms = np.unique(np.geomspace(d * d, n * d / 4, 25).astype(int))
     tot = np.array([io.flash_forward_count(n, d, int(M)).total for M in Ms])
     assert -1.1 <= loglog_slope(Ms, tot) <= -0.9
-    ratio = tot / np.array([io.forward_lower_bound(n, d, int(M)) for M in Ms])
+    ratio = tot / np.array([io.forward_order(n, d, int(M)) for M in Ms])
+    assert all(t >= io.forward_lower_bound(n, d, int(M)) for t, M in zip(tot, Ms, strict=True))
     assert 6 <= ratio.min() and ratio.max() <= 11, (ratio.min(), ratio.max())
 
 

@@ -134,3 +134,95 @@ def test_bad_arguments():
     cpu = mc.Device(name="cpu", bandwidth=1e10, peak_bfloat16=None, peak_float32=1e11)
     with pytest.raises(AttnInputError, match="cache|shared memory"):
         hy.l2_absorption(cpu, 4096, 64)
+
+
+@pytest.mark.parametrize("which", ["forward", "backward"])
+def test_given_blocks_replay_equals_closed_form(which):
+    n, m, d, d_v, M = 40, 36, 4, 3, 400
+    Q, K, V, dO = _inputs(n, m, d, d_v, 3)
+    blocks = (6, 5) if which == "forward" else (5, 6)
+    for M_l2 in (M, M + 3 * 5 * 7, M + 3 * 6 * 13, M + 10**4):
+        if which == "forward":
+            *_, count, peak = hy.flash_forward_three_level(Q, K, V, M=M, M_l2=M_l2, blocks=blocks)
+            want = hy.flash_forward_three_level_count(n, d, M, M_l2, m=m, d_v=d_v, blocks=blocks)
+            two = io.flash_forward_count(n, d, M, m=m, d_v=d_v, blocks=blocks)
+        else:
+            O, lse = al.attention_forward(Q, K, V)
+            *_, count, peak = hy.flash_backward_three_level(
+                Q, K, V, O, dO, lse, M=M, M_l2=M_l2, blocks=blocks
+            )
+            want = hy.flash_backward_three_level_count(n, d, M, M_l2, m=m, d_v=d_v, blocks=blocks)
+            two = io.flash_backward_count(n, d, M, m=m, d_v=d_v, blocks=blocks)
+        assert count == want and count.onchip == two and peak <= M_l2
+    rule = hy.flash_forward_three_level_count(n, d, M, M + 10**4, m=m, d_v=d_v)
+    assert rule != hy.flash_forward_three_level_count(
+        n, d, M, M + 10**4, m=m, d_v=d_v, blocks=(6, 5)
+    )
+    with pytest.raises(AttnInputError, match="blocks"):
+        hy.flash_forward_three_level_count(n, d, 60, 600, blocks=(6, 5))
+
+
+def test_l2_absorption_at_real_tiles():
+    """FlashAttention-2's forward tiles at d = 128 on the H100 (128 × 64): more query blocks
+    per head, so fewer heads share the L2, and it absorbs all the K/V re-streaming up to
+    n = 16384; the HBM intensity is then far above the balance."""
+    h = mc.H100_SXM5
+    assert hy.heads_sharing_l2(h, 16384, 128, blocks=(128, 64)) == 3  # T_r = 128
+    assert hy.heads_sharing_l2(h, 16384, 128) == 6  # the rule's B_r = 557: T_r = 30
+    with pytest.raises(AttnInputError, match=r"blocks=\(1024, 1024\)"):
+        hy.heads_sharing_l2(h, 16384, 128, blocks=(1024, 1024))
+    for n in (4096, 16384):
+        assert hy.l2_absorption(h, n, 128, shared=True, blocks=(128, 64)).fraction == 1.0
+    big = hy.l2_absorption(h, 65536, 128, shared=True, blocks=(128, 64))
+    assert 0.7 < big.fraction < 0.8
+    M = h.onchip_words("bfloat16")
+    share = h.llc_words("bfloat16") // 3
+    c = hy.flash_forward_three_level_count(16384, 128, M, share, blocks=(128, 64))
+    flops = io.attention_flops(16384, 128)
+    assert c.hbm_total == 16384 * 128 * 3 + 16384 * 129  # Q, K, V read once, O and lse written
+    assert flops / c.hbm_total > 20 * mc.machine_balance(h, "bfloat16")
+    assert round(flops / c.onchip.total) == 254  # the SMs still see the two-level intensity
+
+
+def _forward_loads(n, d, M, seed):
+    """The (array, row) reads the L2 sees in the forward run, in order."""
+    Q, K, V, _ = _inputs(n, n, d, d, seed)
+    *_, mem = io.flash_forward(Q, K, V, M=M, record=True)
+    return [(op.name, r) for op in mem.log if op.op == "load" for r in range(*op.rows)]
+
+
+def _belady_misses(accesses, capacity):
+    """Misses of Belady's MIN (evict the item whose next use is furthest) with room for
+    ``capacity`` items: the fewest any cache of that size can have on this sequence."""
+    next_use, last = [0] * len(accesses), {}
+    for t in range(len(accesses) - 1, -1, -1):
+        next_use[t] = last.get(accesses[t], len(accesses))
+        last[accesses[t]] = t
+    cache, misses = {}, 0
+    for t, a in enumerate(accesses):
+        if a not in cache:
+            misses += 1
+            if len(cache) >= capacity:
+                del cache[max(cache, key=cache.get)]
+        cache[a] = next_use[t]
+    return misses
+
+
+@pytest.mark.parametrize("n,d,M", [(64, 4, 120), (48, 4, 200), (64, 2, 60)])
+def test_pinning_is_within_M_plus_one_block_per_pass_of_belady(n, d, M):
+    """Pinning is not optimal: Belady's MIN on the same reads and the same L2 reads fewer
+    words. But by less than M + one K/V block per pass after the first (MIN holds at most
+    M_L2 words when a pass starts; pinning all but M + less than a block of them). With
+    d_v = d every row read is d words, so MIN counts rows of capacity ⌊M_L2/d⌋."""
+    accesses = _forward_loads(n, d, M, n + M)
+    B_r, B_c = io.flash_forward_blocks(d, M)
+    T_r, block = -(-n // B_r), B_c * 2 * d
+    gaps = []
+    for extra in range(0, n * 2 * d + block + 1, block // 2):
+        M_l2 = M + extra
+        pin = hy.flash_forward_three_level_count(n, d, M, M_l2).hbm_reads
+        best = _belady_misses(accesses, M_l2 // d) * d
+        assert best <= pin < best + (T_r - 1) * (M + block) + 1
+        gaps.append(pin - best)
+    assert max(gaps) > (T_r - 1) * block  # more than one block per pass: not "optimal"
+    assert gaps[-1] == 0  # everything pinned: each input read once, as MIN

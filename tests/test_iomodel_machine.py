@@ -247,3 +247,50 @@ def test_words_by_array_adds_up_to_the_count():
     reads, writes = io.words_by_array(mem.log)
     assert sum(reads.values()) == count.reads and sum(writes.values()) == count.writes
     assert reads["Q"] == 12 * 4 and set(writes) == {"O", "lse"}
+
+
+def test_random_runs_never_hold_more_than_M_and_a_refused_step_moves_nothing():
+    """Capacity, as the docstring states it: whatever order of loads, allocs and frees, the live
+    words never exceed M, and a refused load or alloc changes neither the count nor the live
+    words."""
+    rng = np.random.default_rng(7)
+    for M in (1, 5, 17, 64):
+        mem = TwoLevelMemory(M)
+        mem.put("X", rng.standard_normal((9, 7)))
+        live, refused = [], 0
+        for _ in range(300):
+            before = (mem.reads, mem.writes, mem.live_fast)
+            try:
+                if live and rng.random() < 0.4:
+                    mem.free(live.pop(rng.integers(len(live))))
+                elif rng.random() < 0.5:
+                    r0 = int(rng.integers(9))
+                    c0 = int(rng.integers(7))
+                    rows, cols = (
+                        (r0, int(rng.integers(r0 + 1, 10))),
+                        (c0, int(rng.integers(c0 + 1, 8))),
+                    )
+                    live.append(mem.load("X", rows, cols))
+                else:
+                    live.append(mem.alloc(int(rng.integers(1, 2 * M + 1))))
+            except CapacityError:
+                refused += 1
+                assert (mem.reads, mem.writes, mem.live_fast) == before
+            assert mem.live_fast == sum(b.size for b in live) <= M
+            assert mem.peak_fast <= M
+        assert refused > 0  # the run did ask for more than M
+        mem.free(*live)
+        assert mem.finish().peak_fast <= M
+
+
+def test_a_temporary_inside_a_step_is_not_charged():
+    """What the machine does not see, as its docstring says: a numpy temporary made from fast
+    blocks holds no fast words, and storing it counts only the stored words."""
+    mem = machine(M=12)
+    a = mem.load("A", (0, 2))  # 12 words: fast memory is full
+    doubled = 2 * a + a  # temporaries of 12 words each, not charged
+    assert (mem.live_fast, mem.reads, mem.writes) == (12, 12, 0)
+    mem.store("C", (0, 2), None, doubled)
+    assert (mem.live_fast, mem.reads, mem.writes) == (12, 12, 12)
+    mem.free(a)
+    assert mem.finish() == IOCount(12, 12, 12)

@@ -52,8 +52,8 @@ def test_forward_intensity_is_about_twice_the_query_block():
 
 
 def test_h100_forward_near_balance_and_decode_far_below():
-    """The claims of the roofline section, at d = 128 in bfloat16 with one SM's on-chip
-    memory."""
+    """The claims of the roofline section, at d = 128 in bfloat16 with the block rule's tiles
+    for one SM's whole on-chip memory (the real kernels' smaller tiles: the test below)."""
     h = mc.H100_SXM5
     for n in (4096, 16384, 65536):
         point = rf.roofline_point(h, "bfloat16", n, 128)
@@ -134,3 +134,49 @@ def test_intensities_beyond_the_float_range_are_refused():
     assert math.isfinite(rf.decode_intensity(10**400, 4, 4096, H=10**400))
     # huge but representable
     assert math.isfinite(rf.flash_intensity(10**12, 64, 10**6, is_causal=True))
+
+
+def test_h100_at_the_tiles_real_kernels_use_is_memory_bound():
+    """With FlashAttention-2's tiles at d = 128 (128 × 64 forward, 64 × 128 backward) instead of
+    the block rule's for a whole SM, both passes fall below the bfloat16 balance: about 254
+    flops per word forward, 0.43 of the balance; the roof is then 43% of the peak and the
+    no-overlap rate about 30%."""
+    h = mc.H100_SXM5
+    rule = rf.roofline_point(h, "bfloat16", 16384, 128)
+    real = rf.roofline_point(h, "bfloat16", 16384, 128, blocks=(128, 64))
+    assert io.flash_forward_blocks(128, h.onchip_words("bfloat16"))[0] == 557
+    assert rule.over_balance > 1.7 and rule.fraction == 1.0
+    assert round(real.intensity) == 254 and 0.42 < real.over_balance < 0.44
+    assert real.fraction == pytest.approx(real.over_balance)  # on the slope
+    serial = rf.no_overlap_flops(real.intensity, h, "bfloat16") / h.peak_bfloat16
+    assert 0.29 < serial < 0.31
+    back = rf.roofline_point(h, "bfloat16", 16384, 128, which="backward", blocks=(64, 128))
+    assert 0.5 < back.over_balance < 0.6
+    with pytest.raises(AttnInputError, match="blocks"):
+        rf.roofline_point(h, "bfloat16", 16384, 128, blocks=(1024, 1024))
+
+
+def test_exp_roof():
+    """One exponential per score: 2(d + d_v) flops per exponential forward, 2(3d + 2d_v)
+    backward; the H100's 16·132·1830e6 exponentials per second (FlashAttention-3) give
+    twice the bfloat16 peak at d = 128 forward, the paper's 'exponential can take 50% of the
+    cycle compared to matmul'."""
+    h = mc.H100_SXM5
+    assert h.exp_rate == 16 * 132 * 1830e6
+    assert rf.exp_roof(h, 128) == h.exp_rate * 512
+    assert rf.exp_roof(h, 64, d_v=32) == h.exp_rate * 192
+    assert rf.exp_roof(h, 128, which="backward") == h.exp_rate * 2 * 5 * 128
+    assert rf.exp_roof(h, 128) / h.peak_bfloat16 == pytest.approx(2.0, abs=1e-3)
+    # without overlapping exponentials and products: 1/(1/peak + 1/roof), two thirds
+    serial = 1 / (1 / h.peak_bfloat16 + 1 / rf.exp_roof(h, 128))
+    assert serial / h.peak_bfloat16 == pytest.approx(2 / 3, abs=1e-3)
+    for call, pattern in (
+        (lambda: rf.exp_roof(mc.A100_SXM_80GB, 128), "exp_rate"),
+        (lambda: rf.exp_roof("H100", 128), "device"),
+        (lambda: rf.exp_roof(h, 0), "d"),
+        (lambda: rf.exp_roof(h, 128, which="up"), "which"),
+        (lambda: rf.exp_roof(h, 128, d_v=-1), "d_v"),
+        (lambda: mc.Device("x", 1e9, None, 1e9, exp_rate=0.0), "exp_rate"),
+    ):
+        with pytest.raises(AttnInputError, match=pattern):
+            call()

@@ -21,6 +21,11 @@ def test_figure_builders_draw_and_refuse_bad_input():
     assert "FLOP/s" in fig.axes[0].get_ylabel()
     styles = [line.get_linestyle() for line in fig.axes[0].get_lines()[:2]]
     assert styles == ["-", "--"]  # bfloat16 solid, float32 dashed
+    ceiling = [("H100", "exponentials, d = 128", 1979e12)]
+    fig = rp.roofline_figure(roofs, [("H100", "forward", 500.0, 989.4e12)], ceilings=ceiling)
+    flat = fig.axes[0].get_lines()[2]
+    assert flat.get_linestyle() == "-." and set(flat.get_ydata()) == {1979e12}
+    assert fig.get_size_inches()[0] <= 6.4  # the book's width: it fits a phone's screen
     fig = rp.l2_absorption_figure([4096, 16384], {"H100": [1.0, 0.5]}, {"H100": [1.0, 0.2]})
     assert len(fig.axes[0].get_lines()) == 2
     bad = [
@@ -34,6 +39,9 @@ def test_figure_builders_draw_and_refuse_bad_input():
         lambda: rp.roofline_figure([], [("H100", "f", 1.0, 1.0)]),
         lambda: rp.roofline_figure(roofs, [("A100", "f", 1.0, 1.0)]),
         lambda: rp.roofline_figure(roofs, [("H100", "f", -1.0, 1.0)]),
+        lambda: rp.roofline_figure(roofs, [("H100", "f", 1.0, 1.0)], ceilings=[("A100", "e", 1.0)]),
+        lambda: rp.roofline_figure(roofs, [("H100", "f", 1.0, 1.0)], ceilings=[("H100", "e", 0)]),
+        lambda: rp.roofline_figure(roofs, [("H100", "f", 1.0, 1.0)], ceilings=[("H100", 1.0)]),
         lambda: rp.l2_absorption_figure([4096], {"H100": [1.5]}, {"H100": [1.0]}),
         lambda: rp.l2_absorption_figure([4096], {"H100": [1.0]}, {"A100": [1.0]}),
     ]

@@ -8,7 +8,9 @@ O = PV, lse = row log-sum-exp of S, D = d + d_v; the block sizes (B_r, B_c) come
 heads (``enable_gqa``), each group's query heads packed into one pass that loads every K, V
 block once for the whole group; ``is_causal`` skips the blocks after a query block's last
 position (FA2 §3.1). The counts (``*_count``) take the sizes and the same keywords; the tests
-require them to equal the simulation (reads, writes and peak_fast).
+require them to equal the simulation (reads, writes and peak_fast). What is counted is the
+words of the declared blocks: the element mask and the numpy temporaries of one step are not
+(see :class:`~attnlib.iomodel.TwoLevelMemory`).
 """
 
 from __future__ import annotations
@@ -77,7 +79,10 @@ def flash_forward(
     enable_gqa : H a multiple of H_kv, query head h using key/value head h // (H/H_kv)
     blocks : (B_r, B_c); default :func:`flash_forward_blocks` (provably fits). Given blocks
         are used as they are: if they do not fit, the machine raises CapacityError.
-    mask : optional boolean (n, m), True = keep (as in :func:`attnlib.attention_forward`)
+    mask : optional boolean (n, m), True = keep (as in :func:`attnlib.attention_forward`).
+        Read from the argument, not loaded: no word of it is counted, as for a mask computed
+        from indices (causal, a band); a mask held as data in slow memory would add r·c
+        reads per kept block (see :class:`~attnlib.iomodel.TwoLevelMemory`)
     block_mask : optional boolean (T_r, T_c) over this pass's blocks; False blocks are skipped
     record : keep the operation log; if True the machine is returned last
 
@@ -249,7 +254,8 @@ def flash_backward(
         or with a head axis first, Q (H, n, d), K (H_kv, m, d), ..., lse (H, n)
     M : fast memory in words; at least :func:`flash_backward_min_M`
     scale, is_causal, enable_gqa, blocks, mask, block_mask : as in :func:`flash_forward`,
-        over this pass's blocks (default :func:`flash_backward_blocks`)
+        over this pass's blocks (default :func:`flash_backward_blocks`); the element mask is
+        read from the argument and not counted, as there
     record : keep the operation log; if True the machine is returned last
 
     Returns

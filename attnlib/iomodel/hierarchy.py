@@ -11,15 +11,22 @@ any GPU's cache:
 
 * **pinning**: the operand the schedule re-streams (K and V in the forward; Q, dO, lse, D and
   dQ in the backward) keeps its first k outer blocks resident in L2 from their first use to
-  the end of the run, with k the most that fit in M_L2 − M words. For a cyclic re-stream
-  this is the best a cache can do (LRU would evict each block just before its reuse).
+  the end of the run, with k the most that fit in M_L2 − M words. LRU would evict each
+  block of a cyclic re-stream just before its reuse; pinning is not optimal either, but
+  close: Belady's MIN (the offline optimum, for the same access sequence and L2 size)
+  holds at most M_L2 words when a pass over the re-streamed operand starts, so it misses
+  all but M_L2 of that pass's words, and pinning holds all but less than M words plus one
+  block of them. Pinning's HBM reads thus exceed MIN's by less than M + one block per pass
+  after the first (the tests check the forward pass against a simulation of MIN on small
+  cases).
 * **streaming**: every other block passes through L2 (it is loaded from HBM, or written to
   HBM, once per access), taking at most M words of L2 at a time.
 * **write-back**: a pinned block that is written stays in L2 and is written to HBM once, at
   the end.
 
 Closed forms (``*_three_level_count``) equal the replay exactly on the words crossing each
-boundary; the tests check both on a grid of cases.
+boundary; the tests check both on a grid of cases. Every function takes the block rule's
+tiles for M by default, or a real kernel's tiles as ``blocks`` = (B_r, B_c).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from .blocks import flash_backward_blocks, flash_forward_blocks
 from .flash import flash_backward, flash_backward_count, flash_forward, flash_forward_count
 from .machine import IOCount, MachineError, TwoLevelMemory
 from .roofline import _fast_memory
+from .tiling import resolve_blocks
 
 __all__ = [
     "ThreeLevelCount",
@@ -76,13 +84,16 @@ def _dims(n, d, M, M_l2, m, d_v):
     return n, d, M, M_l2, m, d_v
 
 
-def _resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which="forward"):
+def _resident_rows(
+    n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which="forward", blocks=None
+):
     """Rows of the re-streamed operand that the pinning policy keeps in an L2 of M_L2 words:
     min(rows, k·B) with B the outer block of the re-stream and k = ⌊(M_L2 − M)/(B·w)⌋ whole
     blocks, w the words per row (forward: key rows, B = B_c, w = d + d_v; backward: query
     rows, B = B_r, w = 2d + d_v + 2 for Q, dO, dQ, lse and D). The M words left over
-    stage the streamed blocks. Raises AttnInputError for sizes below 1, M_L2 < M, M below
-    the schedule's minimum, or an unknown ``which``.
+    stage the streamed blocks. ``blocks`` as in :func:`flash_forward_three_level_count`.
+    Raises AttnInputError for sizes below 1, M_L2 < M, M below the schedule's minimum, a
+    bad pair of blocks, or an unknown ``which``.
 
     Examples
     --------
@@ -90,16 +101,32 @@ def _resident_rows(n: int, d: int, M: int, M_l2: int, *, m=None, d_v=None, which
     8
     """
     n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
-    rows, block, width = _restream(n, d, M, m, d_v, which)
+    rows, block, width = _restream(n, d, M, m, d_v, which, blocks)
     return min(rows, (M_l2 - M) // (block * width) * block)
 
 
-def _restream(n, d, M, m, d_v, which):
+def _blocks(d, M, d_v, which, blocks):
+    """(B_r, B_c) of the pass: ``blocks``, or the block rule's for M."""
+    rule = flash_forward_blocks if which == "forward" else flash_backward_blocks
+    return resolve_blocks(blocks, rule, d, M, d_v)
+
+
+def _restream(n, d, M, m, d_v, which, blocks=None):
     """(rows, outer block, words per row) of the operand the schedule re-streams."""
     which = check_choice("which", which, ("forward", "backward"))
+    B_r, B_c = _blocks(d, M, d_v, which, blocks)
     if which == "forward":
-        return m, flash_forward_blocks(d, M, d_v=d_v)[1], d + d_v
-    return n, flash_backward_blocks(d, M, d_v=d_v)[0], 2 * d + d_v + 2
+        return m, B_c, d + d_v
+    return n, B_r, 2 * d + d_v + 2
+
+
+def _fits(onchip: IOCount, M: int, blocks) -> IOCount:
+    """The on-chip count, refused when given blocks overfill the M on-chip words."""
+    if onchip.peak_fast > M:
+        raise AttnInputError(
+            f"blocks={tuple(blocks)} hold {onchip.peak_fast} words on chip, more than M={M}"
+        )
+    return onchip
 
 
 # =========================================================================================
@@ -178,26 +205,30 @@ def _check_M_l2(M, M_l2):
     return M, M_l2
 
 
-def flash_forward_three_level(Q, K, V, *, M: int, M_l2: int, scale=None):
+def flash_forward_three_level(Q, K, V, *, M: int, M_l2: int, scale=None, blocks=None):
     """FlashAttention-2's forward pass on the three-level machine: :func:`~attnlib.iomodel.
     flash_forward` on M on-chip words, its loads and stores replayed through an L2 of M_L2
     words that pins the first key/value blocks (see the module docstring).
 
     Returns (O, lse, :class:`ThreeLevelCount`, L2 peak words); the count equals
-    :func:`flash_forward_three_level_count` and the peak is at most M_L2. Raises
-    AttnInputError for bad arrays, M below the schedule's minimum or M_L2 < M.
+    :func:`flash_forward_three_level_count` and the peak is at most M_L2. ``blocks`` =
+    (B_r, B_c) as in :func:`~attnlib.iomodel.flash_forward`. Raises AttnInputError for bad
+    arrays, M below the schedule's minimum, a bad pair of blocks or blocks whose working set
+    exceeds M (as the closed form refuses them), or M_L2 < M.
     """
     Q, K, V = check_qkv(Q, K, V)
     M, M_l2 = _check_M_l2(M, M_l2)
     (n, d), (m, d_v) = Q.shape, V.shape
-    O, lse, onchip, mem = flash_forward(Q, K, V, M=M, scale=scale, record=True)
-    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
+    if blocks is not None:  # refused as the closed form refuses them, before any step runs
+        _fits(flash_forward_count(n, d, M, m=m, d_v=d_v, blocks=blocks), M, blocks)
+    O, lse, onchip, mem = flash_forward(Q, K, V, M=M, scale=scale, record=True, blocks=blocks)
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, blocks=blocks)
     shapes = {"Q": (n, d), "K": (m, d), "V": (m, d_v), "O": (n, d_v), "lse": (n,)}
     reads, writes, peak = _replay(mem.log, shapes, {"K": R, "V": R}, M_l2)
     return O, lse, ThreeLevelCount(reads, writes, onchip, R), peak
 
 
-def flash_backward_three_level(Q, K, V, O, dO, lse, *, M: int, M_l2: int, scale=None):
+def flash_backward_three_level(Q, K, V, O, dO, lse, *, M: int, M_l2: int, scale=None, blocks=None):
     """FlashAttention-2's backward pass on the three-level machine: :func:`~attnlib.iomodel.
     flash_backward` on M on-chip words, replayed through an L2 of M_L2 words that pins the
     query side (Q, dO, lse, D, dQ) of the first query blocks, writing D and dQ back once.
@@ -207,9 +238,15 @@ def flash_backward_three_level(Q, K, V, O, dO, lse, *, M: int, M_l2: int, scale=
     :func:`flash_forward_three_level`.
     """
     M, M_l2 = _check_M_l2(M, M_l2)
-    dQ, dK, dV, onchip, mem = flash_backward(Q, K, V, O, dO, lse, M=M, scale=scale, record=True)
+    if blocks is not None:  # refused as the closed form refuses them, before any step runs
+        Q, K, V = check_qkv(Q, K, V)
+        (n, d), (m, d_v) = Q.shape, V.shape
+        _fits(flash_backward_count(n, d, M, m=m, d_v=d_v, blocks=blocks), M, blocks)
+    dQ, dK, dV, onchip, mem = flash_backward(
+        Q, K, V, O, dO, lse, M=M, scale=scale, record=True, blocks=blocks
+    )
     (n, d), (m, d_v) = dQ.shape, dV.shape
-    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward", blocks=blocks)
     shapes = {"Q": (n, d), "K": (m, d), "V": (m, d_v), "O": (n, d_v), "dO": (n, d_v)}
     shapes |= {"lse": (n,), "D": (n,), "dQ": (n, d), "dK": (m, d), "dV": (m, d_v)}
     pinned = dict.fromkeys(("Q", "dO", "lse", "D", "dQ"), R)
@@ -218,10 +255,12 @@ def flash_backward_three_level(Q, K, V, O, dO, lse, *, M: int, M_l2: int, scale=
 
 
 def flash_forward_three_level_count(
-    n: int, d: int, M: int, M_l2: int, *, m: int | None = None, d_v: int | None = None
-) -> ThreeLevelCount:
+    n: int, d: int, M: int, M_l2: int, *, m: int | None = None, d_v: int | None = None,
+    blocks=None,
+) -> ThreeLevelCount:  # fmt: skip
     """Exact words of :func:`flash_forward_three_level` (closed form, no arrays). With
-    (B_r, B_c) = :func:`~attnlib.iomodel.flash_forward_blocks` (M), T_r = ⌈n/B_r⌉,
+    (B_r, B_c) = ``blocks``, by default :func:`~attnlib.iomodel.flash_forward_blocks` (M)
+    (a real kernel's tiles, e.g. 128 × 64 at d = 128, must fit M), T_r = ⌈n/B_r⌉,
     D = d + d_v and R the pinned key rows (the count's ``resident_rows``)::
 
         HBM reads  = n·d + R·D + T_r·(m − R)·D     (pinned K, V rows read once)
@@ -229,7 +268,8 @@ def flash_forward_three_level_count(
         on-chip    = flash_forward_count(n, d, M)  (reads n·d + T_r·m·D)
 
     so the L2 saves (T_r − 1)·R·D of the two-level model's HBM reads. Raises
-    AttnInputError for sizes below 1, M below the schedule's minimum or M_L2 < M.
+    AttnInputError for sizes below 1, M below the schedule's minimum, blocks that are not a
+    pair or do not fit M, or M_L2 < M.
 
     Examples
     --------
@@ -238,18 +278,20 @@ def flash_forward_three_level_count(
     (5248, 5888, 8)
     """
     n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
-    onchip = flash_forward_count(n, d, M, m=m, d_v=d_v)
-    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v)
-    T_r = -(-n // flash_forward_blocks(d, M, d_v=d_v)[0])
+    onchip = _fits(flash_forward_count(n, d, M, m=m, d_v=d_v, blocks=blocks), M, blocks)
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, blocks=blocks)
+    T_r = -(-n // _blocks(d, M, d_v, "forward", blocks)[0])
     D = d + d_v
     return ThreeLevelCount(n * d + R * D + T_r * (m - R) * D, n * (d_v + 1), onchip, R)
 
 
 def flash_backward_three_level_count(
-    n: int, d: int, M: int, M_l2: int, *, m: int | None = None, d_v: int | None = None
-) -> ThreeLevelCount:
+    n: int, d: int, M: int, M_l2: int, *, m: int | None = None, d_v: int | None = None,
+    blocks=None,
+) -> ThreeLevelCount:  # fmt: skip
     """Exact words of :func:`flash_backward_three_level` (closed form, no arrays). With
-    (B_r, B_c) = :func:`~attnlib.iomodel.flash_backward_blocks` (M), T_c = ⌈m/B_c⌉,
+    (B_r, B_c) = ``blocks``, by default :func:`~attnlib.iomodel.flash_backward_blocks` (M),
+    T_c = ⌈m/B_c⌉,
     D = d + d_v and R the pinned query rows (the count's ``resident_rows``)::
 
         HBM reads  = 2n·d_v + m·D + (n − R)·(T_c·(2d + d_v + 2) − d) + R·(d + 1)
@@ -261,9 +303,9 @@ def flash_backward_three_level_count(
     written back once). Raises AttnInputError as :func:`flash_forward_three_level_count`.
     """
     n, d, M, M_l2, m, d_v = _dims(n, d, M, M_l2, m, d_v)
-    onchip = flash_backward_count(n, d, M, m=m, d_v=d_v)
-    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward")
-    T_c = -(-m // flash_backward_blocks(d, M, d_v=d_v)[1])
+    onchip = _fits(flash_backward_count(n, d, M, m=m, d_v=d_v, blocks=blocks), M, blocks)
+    R = _resident_rows(n, d, M, M_l2, m=m, d_v=d_v, which="backward", blocks=blocks)
+    T_c = -(-m // _blocks(d, M, d_v, "backward", blocks)[1])
     D = d + d_v
     reads = 2 * n * d_v + m * D + (n - R) * (T_c * (2 * d + d_v + 2) - d) + R * (d + 1)
     writes = n + m * D + (n - R) * T_c * d + R * d
@@ -288,41 +330,50 @@ class L2Absorption(NamedTuple):
 
 
 def heads_sharing_l2(
-    device: Device, n: int, d: int, *, dtype: str = "bfloat16", which="forward"
+    device: Device, n: int, d: int, *, dtype: str = "bfloat16", which="forward", blocks=None
 ) -> int:
     """How many heads' operands share the L2 at once, in our model of the launch: each SM
     runs one outer block (of the forward's T_r query blocks, the backward's T_c key blocks)
     at a time, and the blocks of one head are launched next to each other, as in
     FlashAttention-2's grid. A window of S (SMs) consecutive blocks spans at most
-    ⌈(S − 1)/T⌉ + 1 heads. Raises AttnInputError for bad arguments, or a d whose pass does
-    not fit one SM's on-chip memory."""
+    ⌈(S − 1)/T⌉ + 1 heads. The blocks are the block rule's for one SM's on-chip memory, or
+    ``blocks`` = (B_r, B_c). Raises AttnInputError for bad arguments, a d whose pass does
+    not fit one SM's on-chip memory, or blocks that do not fit it."""
     device = check_device(device, sms=True)
     n, d = check_int("n", n), check_int("d", d)
     which = check_choice("which", which, ("forward", "backward"))
     M = _fast_memory(device, dtype, d, which)
-    if which == "forward":
-        T = -(-n // flash_forward_blocks(d, M)[0])
-    else:
-        T = -(-n // flash_backward_blocks(d, M)[1])
+    B_r, B_c = _blocks(d, M, d, which, blocks)
+    count = flash_forward_count if which == "forward" else flash_backward_count
+    _fits(count(n, d, M, blocks=(B_r, B_c)), M, (B_r, B_c))
+    T = -(-n // (B_r if which == "forward" else B_c))
     return -(-(device.sms - 1) // T) + 1
 
 
 def l2_absorption(
-    device: Device, n: int, d: int, *, dtype: str = "bfloat16", which="forward", shared=False
+    device: Device,
+    n: int,
+    d: int,
+    *,
+    dtype: str = "bfloat16",
+    which="forward",
+    shared=False,
+    blocks=None,
 ) -> L2Absorption:
     """The HBM traffic of one head of self-attention (m = n, d_v = d) on ``device``, with the
     on-chip M of :meth:`~attnlib.machines.Device.onchip_words` and an L2 of the
     device's last-level cache: all of it for one head, or with ``shared`` an equal share
-    among :func:`heads_sharing_l2` heads (each pinning its own operand). Raises
+    among :func:`heads_sharing_l2` heads (each pinning its own operand); with the block
+    rule's tiles for that M, or a real kernel's ``blocks`` = (B_r, B_c). Raises
     AttnInputError for a device without cache or on-chip sizes, a d whose pass does not fit
-    one SM's on-chip memory, or bad arguments."""
+    one SM's on-chip memory, blocks that do not fit it, or bad arguments."""
     device = check_device(device)
     check_choice("dtype", dtype, tuple(WORD_BYTES))
     which = check_choice("which", which, ("forward", "backward"))
     n, d = check_int("n", n), check_int("d", d)
     M, cache = _fast_memory(device, dtype, d, which), device.llc_words(dtype)
     heads = (
-        heads_sharing_l2(device, n, d, dtype=dtype, which=which)
+        heads_sharing_l2(device, n, d, dtype=dtype, which=which, blocks=blocks)
         if check_bool("shared", shared)
         else 1
     )
@@ -330,8 +381,9 @@ def l2_absorption(
     count = (
         flash_forward_three_level_count if which == "forward" else flash_backward_three_level_count
     )
-    two = count(n, d, M, M).hbm_total  # an L2 of M words pins nothing: the two-level count
-    three = count(n, d, M, share).hbm_total
-    rows, block, width = _restream(n, d, M, n, d, which)
-    floor = count(n, d, M, M + -(-rows // block) * block * width).hbm_total  # every row pinned
+    two = count(n, d, M, M, blocks=blocks).hbm_total  # an L2 of M words pins nothing
+    three = count(n, d, M, share, blocks=blocks).hbm_total
+    rows, block, width = _restream(n, d, M, n, d, which, blocks)
+    every_row = M + -(-rows // block) * block * width
+    floor = count(n, d, M, every_row, blocks=blocks).hbm_total
     return L2Absorption(two, three, floor, 1.0 if two == floor else (two - three) / (two - floor))

@@ -44,22 +44,45 @@ def attention_flops(n: int, d: int, *, m=None, d_v=None, which: str = "forward",
 
 
 def arithmetic_intensity(
-    n: int, d: int, M: int, *, m=None, d_v=None, which: str = "forward", is_causal=False
+    n: int,
+    d: int,
+    M: int,
+    *,
+    m=None,
+    d_v=None,
+    which: str = "forward",
+    is_causal=False,
+    blocks=None,
 ) -> float:
     """Flops per word moved of one FlashAttention-2 pass on a machine of M words:
     :func:`attention_flops` over the exact count's ``.total`` (:func:`flash_forward_count` or
-    :func:`flash_backward_count`, with ``is_causal`` passed on; a causal pass counts the useful
-    flops of the :func:`causal_score_count` kept scores). Roughly 2·B_r for the forward when
-    n >> B_r: the number of query rows sharing each loaded K, V row. Raises AttnInputError
-    for arguments below 1, an unknown ``which``, or an intensity beyond the float range."""
+    :func:`flash_backward_count`, with ``is_causal`` and ``blocks`` passed on; a causal pass
+    counts the useful flops of the :func:`causal_score_count` kept scores). Roughly 2·B_r for
+    the forward when n >> B_r: the number of query rows sharing each loaded K, V row.
+
+    ``blocks`` = (B_r, B_c) fixes the tiles (a real kernel's, e.g. FlashAttention-2's 128 × 64
+    forward at d = 128) instead of the block rule's largest tiles for M; their working set
+    must fit in M. Raises AttnInputError for arguments below 1, an unknown ``which``, blocks
+    whose working set exceeds M, or an intensity beyond the float range.
+
+    Examples
+    --------
+    >>> round(arithmetic_intensity(16384, 128, 247808, blocks=(128, 64)))
+    254
+    """
     n, d, M, m, d_v = check_dims(n, d, M, m, d_v)
     which = check_choice("which", which, ("forward", "backward"))
     is_causal = check_bool("is_causal", is_causal)
     kept = causal_score_count(n, m) if is_causal else None
     count = flash_forward_count if which == "forward" else flash_backward_count
     flops = attention_flops(n, d, m=m, d_v=d_v, which=which, kept=kept)
-    words = count(n, d, M, m=m, d_v=d_v, is_causal=is_causal).total
-    return _per_word(flops, words, "n, m and M are")
+    run = count(n, d, M, m=m, d_v=d_v, is_causal=is_causal, blocks=blocks)
+    if run.peak_fast > M:  # the block rule's tiles always fit; given ones may not
+        raise AttnInputError(
+            f"blocks={tuple(blocks)} hold {run.peak_fast} words in the {which} pass's inner "
+            f"step with d={d}, d_v={d_v}: more than M={M}"
+        )
+    return _per_word(flops, run.total, "n, m and M are")
 
 
 class Intensity(NamedTuple):

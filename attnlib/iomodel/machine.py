@@ -2,8 +2,9 @@
 
 Hong and Kung's model (HK81; SY24 §2): a fast memory of at most M words, an unbounded slow
 memory, and a cost of one I/O per word moved between them; computation is free but may only
-use values in fast memory. :class:`TwoLevelMemory` runs algorithms in it, so that their I/O is
-counted rather than estimated; its docstring states the rules.
+use values in fast memory. :class:`TwoLevelMemory` runs algorithms in it, so that the words
+they load and store are counted rather than estimated; its docstring states what it enforces
+(capacity, counted transfers, freed blocks) and what it cannot see.
 """
 
 from __future__ import annotations
@@ -141,9 +142,22 @@ class TwoLevelMemory:
     **Fast memory** holds blocks: those returned by ``load`` and the scratch space returned by
     ``alloc``. ``free`` releases them. The machine tracks the live fast words and raises
     :class:`CapacityError` the moment a ``load`` or ``alloc`` would take them above M;
-    ``peak_fast`` records the maximum ever reached. Every value an algorithm keeps between two
-    steps must live in a declared block; a numpy temporary inside one step stands for work a
-    real kernel would fuse (in registers).
+    ``peak_fast`` records the maximum ever reached.
+
+    **What it enforces, and what it does not.** It refuses (raises) a ``load`` or ``alloc``
+    that would take the live words above M, a ``free`` of anything but a live block it handed
+    out, a ``store`` whose block does not match the addressed region, an unknown array or an
+    out-of-range block, and, at ``finish``, a block never freed. It charges exactly the words
+    of ``load`` (reads) and ``store`` (writes). It does not charge, and cannot see, two
+    things: a numpy temporary made inside one step (such as ``s @ v`` or ``exp(s − max)``
+    before it is written into a block), which stands for work a real kernel fuses in
+    registers and is at most a few block-sized arrays; and data a schedule reads from its
+    Python arguments instead of from slow memory. The schedules of this package read only
+    one such thing: an element ``mask`` (:func:`~attnlib.iomodel.flash_forward`,
+    :func:`~attnlib.iomodel.flash_backward`), which stands for a mask computed from indices,
+    as the causal one is; a mask held as data would add its r·c words per kept block to the
+    reads. So a count is exact for the words of the declared blocks and capacity holds for
+    them; it is not a proof that a schedule has no other source of data.
 
     **Block addresses.** ``rows`` and ``cols`` are half-open index ranges given as
     ``(start, stop)`` pairs of ints, with ``0 <= start < stop <= extent``; a Python ``slice``

@@ -33,6 +33,7 @@ __all__ = [
     "no_overlap_flops",
     "flash_intensity",
     "decode_intensity",
+    "exp_roof",
     "RooflinePoint",
     "roofline_point",
 ]
@@ -117,9 +118,12 @@ def flash_intensity(
     which: str = "forward",
     d_v: int | None = None,
     is_causal=False,
+    blocks=None,
 ) -> float:
     """Flops per main-memory word of FlashAttention-2's forward or backward pass on one head
-    of self-attention (m = n), with a fast memory of M words.
+    of self-attention (m = n), with a fast memory of M words: by default with the block
+    rule's tiles (:func:`~attnlib.iomodel.flash_forward_blocks`, the largest that fit M), or
+    with the tiles ``blocks`` = (B_r, B_c) a real kernel uses.
 
     Flops are :func:`attnlib.iomodel.attention_flops`: 2 per multiply-add of the matrix
     products only (forward 4·n²·d for d_v = d, backward 10·n²·d; the softmax's exponentials
@@ -127,17 +131,44 @@ def flash_intensity(
     scores' flops. Words are the exact count's total (reads + writes) of
     :func:`~attnlib.iomodel.flash_forward_count` or :func:`~attnlib.iomodel.flash_backward_count`
     (their causal form with ``is_causal``). Raises AttnInputError for sizes below 1, M below
-    the schedule's minimum, an unknown ``which``, or an intensity beyond the float range.
+    the schedule's minimum, blocks whose working set exceeds M, an unknown ``which``, or an
+    intensity beyond the float range.
 
     Examples
     --------
     >>> from attnlib.machines import H100_SXM5
-    >>> round(flash_intensity(4096, 128, H100_SXM5.onchip_words("bfloat16")))
-    910
+    >>> M = H100_SXM5.onchip_words("bfloat16")
+    >>> round(flash_intensity(4096, 128, M)), round(flash_intensity(4096, 128, M, blocks=(128, 64)))
+    (910, 248)
     """
     which = check_choice("which", which, ("forward", "backward"))
     is_causal = check_bool("is_causal", is_causal)
-    return arithmetic_intensity(n, d, M, d_v=d_v, which=which, is_causal=is_causal)
+    return arithmetic_intensity(n, d, M, d_v=d_v, which=which, is_causal=is_causal, blocks=blocks)
+
+
+def exp_roof(device: Device, d: int, *, which: str = "forward", d_v: int | None = None) -> float:
+    """The ceiling the exponentials put on attention's counted FLOP/s: ``device.exp_rate``
+    (exponentials per second) × the matrix-multiply flops per exponential.
+
+    Every score costs one exponential, in the forward pass and again in the backward (which
+    recomputes P), and 2(d + d_v) forward or 2(3d + 2d_v) backward flops
+    (:func:`~attnlib.iomodel.attention_flops` of one score), so the ceiling is
+    exp_rate · 2(d + d_v) forward: 512 flops per exponential at d = d_v = 128. It is a roof
+    of its own, flat in the intensity; a kernel that does not overlap its exponentials with
+    its products runs at most at 1/(1/peak + 1/roof). Raises AttnInputError for a device
+    without an exponential rate, d or d_v below 1, or an unknown ``which``.
+
+    Examples
+    --------
+    >>> from attnlib.machines import H100_SXM5
+    >>> round(exp_roof(H100_SXM5, 128) / H100_SXM5.peak("bfloat16"), 2)
+    2.0
+    """
+    device = check_device(device)
+    if device.exp_rate is None:
+        raise AttnInputError(f"device {device.name} has no exponential rate (exp_rate)")
+    per_exp = attention_flops(1, check_int("d", d), d_v=d_v, which=which)  # one score
+    return device.exp_rate * per_exp
 
 
 def decode_intensity(
@@ -172,16 +203,24 @@ class RooflinePoint(NamedTuple):
 
 
 def roofline_point(
-    device: Device, dtype: str, n: int, d: int, *, which: str = "forward", is_causal=False
+    device: Device,
+    dtype: str,
+    n: int,
+    d: int,
+    *,
+    which: str = "forward",
+    is_causal=False,
+    blocks=None,
 ) -> RooflinePoint:
     """FlashAttention-2's pass on ``device`` in ``dtype``: :func:`flash_intensity` with the
     fast memory of one SM (:meth:`~attnlib.machines.Device.onchip_words`), placed on the
-    roofline. Raises AttnInputError for a device without on-chip sizes, a d whose pass does
-    not fit one SM, or bad arguments."""
+    roofline; with the block rule's tiles for that memory, or with ``blocks`` = (B_r, B_c).
+    Raises AttnInputError for a device without on-chip sizes, a d whose pass does not fit
+    one SM, blocks that do not fit it, or bad arguments."""
     device = check_device(device)
     d = check_int("d", d)
     which = check_choice("which", which, ("forward", "backward"))
     M = _fast_memory(device, dtype, d, which)
-    x = flash_intensity(n, d, M, which=which, is_causal=is_causal)
+    x = flash_intensity(n, d, M, which=which, is_causal=is_causal, blocks=blocks)
     top = attainable_flops(x, device, dtype)
     return RooflinePoint(x, top, top / device.peak(dtype), x / machine_balance(device, dtype))

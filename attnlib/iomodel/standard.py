@@ -1,7 +1,7 @@
 """Standard attention on the two-level machine: every n×m intermediate (S, P; P, dP, dS)
 materialised in slow memory, with exact counts.
 
-These are FA1's Algorithm 0 (forward) and Algorithm 3 of its Appendix B.2 (backward), run
+These are FA1's Algorithm 0 (forward) and Algorithm 3 of its Appendix B.4 (backward), run
 with the blocks of :func:`~attnlib.iomodel.flash_forward_blocks`, so that the difference from
 FlashAttention's schedules is only the materialisation: their I/O has an n·m term,
 Θ(nd + nm) when M = Ω(d²).
@@ -144,7 +144,7 @@ def standard_forward_count(
 
 
 def standard_backward(Q, K, V, O, dO, lse, *, M: int, scale=None, record=False):
-    """Standard attention's backward pass (FA1 App. B.2, Alg. 3) on a machine of M words.
+    """Standard attention's backward pass (FA1 App. B.4, Alg. 3) on a machine of M words.
 
     Each kernel materialises its n×m result in slow memory:
 

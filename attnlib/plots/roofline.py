@@ -87,43 +87,69 @@ def _rows(what: str, rows, fields: str) -> list:
     return out
 
 
-def roofline_figure(roofs, points, *, title: str | None = None, takeaway: str | None = None):
+def roofline_figure(
+    roofs,
+    points,
+    *,
+    ceilings=(),
+    title: str | None = None,
+    takeaway: str | None = None,
+):
     """Roofs of real machines with kernels placed under them, log-log (Chapter 10).
 
     ``roofs`` : list of (device, dtype, peak FLOP/s, bandwidth in bytes/s); each is drawn as
     min(peak, I·bandwidth) against I in flops per byte, colour by device, line style by dtype
     (bfloat16 solid, float32 dashed, float64 dotted). ``points`` : list of (device, kernel,
-    flops per byte, FLOP/s), a marker per kernel in its device's colour. Raises AttnInputError
-    on malformed or non-positive entries, or a point whose device has no roof. Returns the
-    Figure.
+    flops per byte, FLOP/s), a marker per kernel in its device's colour. ``ceilings`` : list
+    of (device, label, FLOP/s), further flat roofs (the exponentials' throughput), each a
+    dash-dotted line in its device's colour with its label. The legend sits under the axes,
+    so the figure keeps the book's width. Raises AttnInputError on malformed or non-positive
+    entries, or a point or ceiling whose device has no roof. Returns the Figure.
     """
     roofs = _rows("roofs", roofs, "device, dtype, peak FLOP/s, bytes/s")
     points = _rows("points", points, "device, kernel, flops per byte, FLOP/s")
+    ceilings = _ceilings(ceilings)
     devices = list(dict.fromkeys(r[0] for r in roofs))
     color = {dev: f"C{k % 7}" for k, dev in enumerate(devices)}
-    for dev, *_ in points:
-        if dev not in color:
-            raise AttnInputError(f"points: device {dev!r} has no roof")
+    for what, rows in (("points", points), ("ceilings", ceilings)):
+        for dev, *_ in rows:
+            if dev not in color:
+                raise AttnInputError(f"{what}: device {dev!r} has no roof")
     kernels = list(dict.fromkeys(p[1] for p in points))
     marker = {kern: _MARKERS[k % len(_MARKERS)] for k, kern in enumerate(kernels)}
     x_lo = min(min(p[2] for p in points), min(r[2] / r[3] for r in roofs)) / 4
     x_hi = max(max(p[2] for p in points), max(r[2] / r[3] for r in roofs)) * 4
     x = np.geomspace(x_lo, x_hi, 200)
-    fig, ax = plt.subplots(figsize=(8.6, 4.6))
+    fig, ax = plt.subplots(figsize=(6.4, 6.0))
     for dev, dtype, peak, bandwidth in roofs:
         ax.loglog(
             x, np.minimum(peak, x * bandwidth), color=color[dev], ls=_DTYPE_STYLE.get(dtype, "-.")
         )
+    for dev, label, flops in ceilings:
+        ax.axhline(flops, color=color[dev], ls="-.", lw=1.2)
+        ax.annotate(label, (x_lo, flops), xytext=(3, 3), textcoords="offset points", fontsize=8)
     for dev, kern, xi, flops in points:
         ax.loglog([xi], [flops], marker[kern], color=color[dev], ms=7, mec="black", mew=0.6)
     handles = [Line2D([], [], color=color[d], label=d) for d in devices]
     dtypes = list(dict.fromkeys(r[1] for r in roofs))
     handles += [Line2D([], [], color="gray", ls=_DTYPE_STYLE.get(t, "-."), label=t) for t in dtypes]
     handles += [Line2D([], [], ls="", marker=marker[k], color="gray", label=k) for k in kernels]
-    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8)
     xlabel = "arithmetic intensity (flops per byte of main memory)"
     title = title or "The roofline: peak FLOP/s or intensity × bandwidth"
     return _finish(fig, ax, xlabel, "attainable throughput (FLOP/s)", title, takeaway)
+
+
+def _ceilings(ceilings) -> list:
+    """``ceilings`` as a list of (device, label, positive FLOP/s), refused, naming the row,
+    when it is not."""
+    out = []
+    for k, row in enumerate(as_entries("ceilings", ceilings, of="rows (device, label, FLOP/s)")):
+        name = f"ceilings[{k}]"
+        dev, label, flops = as_entries(name, row, of="fields (device, label, FLOP/s)", length=3)
+        as_entries(f"{name}'s labels", (dev, label), of="labels", entry_type=str)
+        out.append((dev, label, check_positive_real(f"{name}[2]", flops)))
+    return out
 
 
 def l2_absorption_figure(
