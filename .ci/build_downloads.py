@@ -45,6 +45,8 @@ def main(staging: str = "_build/downloads") -> None:
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for nb in notebooks:
             zf.write(nb, f"notebooks/{nb.name}")
+        # the register of claims, which the page "How each claim is checked" reads beside it
+        zf.write(ROOT / "book" / "claims.yml", "notebooks/claims.yml")
         results = sorted((ROOT / "benchmarks" / "results").glob("*.csv"))
         for f in [*results, ROOT / "benchmarks" / "results" / "schema.json"]:
             zf.write(f, f"benchmarks/results/{f.name}")
