@@ -3,6 +3,8 @@ style is applied on import and restored by use_book_style, loglog_figure draws l
 axes (with fitted slopes on request), add_takeaway writes the one-line takeaway under the axes,
 and label_ticks puts plain-number major ticks exactly at the values given."""
 
+import io
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
@@ -87,3 +89,36 @@ def test_label_ticks_puts_plain_labels_at_the_values_and_hides_minor_ones(axis):
 def test_the_shared_log_log_builder_refuses_what_it_cannot_draw(series, match):
     with pytest.raises(AttnInputError, match=match):
         plots.loglog_figure(series, xlabel="n", ylabel="words")
+
+
+def test_notebook_figures_are_palette_pngs_that_look_the_same():
+    from PIL import Image
+
+    from attnlib.plots.style import _palette_png
+
+    fig, ax = plt.subplots()
+    for k in range(5):  # antialiased lines of five colours, a legend and text
+        ax.plot(np.linspace(0, 1, 200), np.sin(np.linspace(0, 6, 200) + k), label=f"line {k}")
+    ax.legend()
+    full = io.BytesIO()
+    fig.savefig(full, format="png", dpi=fig.dpi, bbox_inches="tight")
+    small = _palette_png(fig)
+    a = np.asarray(Image.open(io.BytesIO(full.getvalue())).convert("RGB"), dtype=float)
+    b = Image.open(io.BytesIO(small))
+    assert b.format == "PNG" and b.mode == "P" and len(b.getcolors(256) or ()) <= 256
+    b = np.asarray(b.convert("RGB"), dtype=float)
+    assert a.shape == b.shape  # cropped as the notebook crops it
+    # no visible change: the palette misses only a few blended edge pixels, by a few levels
+    error = np.abs(a - b).max(axis=2)
+    assert error.mean() < 1.0 and (error > 16).mean() < 1e-3
+    assert len(small) < 0.6 * len(full.getvalue())  # and much lighter
+
+
+def test_a_transparent_figure_is_shown_on_white():
+    from PIL import Image
+
+    from attnlib.plots.style import _palette_png
+
+    fig = plt.figure(facecolor="none")
+    image = np.asarray(Image.open(io.BytesIO(_palette_png(fig))).convert("RGB"))
+    assert (image == 255).all()

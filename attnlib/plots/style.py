@@ -8,8 +8,11 @@ log axis.
 
 from __future__ import annotations
 
+import io
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from .._checks import as_dict, as_entries, as_series
 from ..measure import loglog_slope
@@ -40,8 +43,51 @@ _BOOK_STYLE = {
 
 
 def use_book_style() -> None:
-    """Apply the book's matplotlib style (idempotent)."""
+    """Apply the book's matplotlib style (idempotent). In a notebook, figures are also shown as
+    256-colour PNGs (``_palette_png``)."""
     mpl.rcParams.update(_BOOK_STYLE)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing is displayed
+        return
+    shell = get_ipython()
+    if shell is None or "image/png" not in shell.display_formatter.formatters:
+        return
+    if "inline" in mpl.get_backend(auto_select=False):
+        # The inline backend registers its own PNG formatter once, when its module is imported
+        # (matplotlib imports it lazily, at the first figure): import it now, so that the
+        # book's formatter is registered after it and is the one that stays.
+        import matplotlib_inline.backend_inline  # noqa: F401
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, _palette_png)
+
+
+def _palette_png(fig) -> bytes:
+    """``fig`` as a PNG of at most 256 colours, cropped as the notebook crops it.
+
+    The book's figures are line art on white: a palette of 256 colours draws them without a
+    visible change, in about a third of the bytes of a full-colour PNG, which keeps every page
+    light enough for a phone. Returns the PNG's bytes.
+    """
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(
+        buffer,
+        format="png",
+        dpi=fig.dpi,
+        bbox_inches="tight",
+        facecolor=fig.get_facecolor(),
+        edgecolor=fig.get_edgecolor(),
+    )
+    buffer.seek(0)
+    rgba = Image.open(buffer).convert("RGBA")
+    # a transparent figure is shown on the page's white, as the notebook shows it
+    image = Image.alpha_composite(Image.new("RGBA", rgba.size, "white"), rgba)
+    image = image.convert("RGB").quantize(256)
+    out = io.BytesIO()
+    image.save(out, format="png", optimize=True)
+    return out.getvalue()
 
 
 def loglog_figure(
