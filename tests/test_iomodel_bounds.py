@@ -135,11 +135,11 @@ def _partition(n, d, M):
 
 @pytest.mark.parametrize("n,d", [(64, 4), (256, 16), (4096, 64)])
 def test_the_bound_falls_with_M_in_a_sawtooth(n, d):
-    """Theorem C is M·(⌈N/P⌉ − 1) with ⌈N/P⌉ non-increasing in M: from M₀ to M₁ it can rise,
-    by at most (M₁ − M₀)·(⌈N/P(M₁)⌉ − 1) (a tooth: the factor M grows while the ceiling has
-    not yet dropped), so it is not monotone at unit steps of M, while the least I/O of the
-    game is. Checked exactly: every rise is the partition term and within that tooth; and
-    across each doubling of M the bound falls or stays."""
+    """The partition term of thm-05-certified is M·(⌈N/P⌉ − 1) with ⌈N/P⌉ non-increasing in
+    M: from M₀ to M₁ it can rise, by at most (M₁ − M₀)·(⌈N/P(M₁)⌉ − 1) (a tooth: the factor
+    M grows while the ceiling has not yet dropped), so it is not monotone at unit steps of M,
+    while the least I/O of the game is. Checked exactly: every rise is the partition term and
+    within that tooth; and across each doubling of M the bound falls or stays."""
     Ms = range(max(1, d // 2), 64 * d * d, max(1, d * d // 64))
     values = [forward_lower_bound(n, d, M) for M in Ms]
     rises = 0

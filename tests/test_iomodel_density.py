@@ -1,4 +1,4 @@
-"""What one part of a schedule holds (attnlib.iomodel.density): P of Lemma B and the mask
+"""What one segment of a schedule computes (attnlib.iomodel.density): P of lem-05-part and the mask
 density bound ρ(s), by hand and against the brute-force ρ(s) of every mask up to 4×4 and of
 random 6×6 masks. Bad input is in test_bad_input_iomodel.py."""
 

@@ -53,14 +53,15 @@ __all__ = [
 
 
 def _partition_term(z: int, d: int, M: int, rho: int) -> int:
-    """M·(⌈z·d/P⌉ − 1) of Theorem C: z sum trees of d products each, P per part."""
+    """M·(⌈z·d/P⌉ − 1) of thm-05-certified: z sum trees of d products each, P per segment."""
     parts = -(-(z * d) // products_per_part(d, M, rho=rho))  # ⌈z·d/P⌉, exact
     return M * (parts - 1)
 
 
 def matmul_lower_bound(m: int, k: int, p: int, M: int) -> int:
-    """Certified I/O lower bound for standard m×k by k×p matrix multiplication (thm-05-matmul,
-    proved in Chapter 5): red-blue pebble game with recomputation, standard matmul DAG.
+    """Certified I/O lower bound for standard m×k by k×p matrix multiplication
+    (thm-05-matmul-certified, proved in Chapter 5): red-blue pebble game with recomputation,
+    standard matmul DAG.
 
         max( mk + kp + mp,  M·(⌈mkp / P⌉ − 1) )
 
@@ -124,11 +125,12 @@ def forward_lower_bound(
     n: int, d: int, M: int, *, m: int | None = None, d_v: int | None = None, H: int = 1,
     H_kv: int | None = None, mask=None, is_causal: bool = False,
 ) -> int:  # fmt: skip
-    """Certified I/O lower bound for attention's forward pass (thm-05-large and thm-05-small,
-    proved in Chapter 5): red-blue pebble game with recomputation, the QKᵀ scores by the
-    standard matmul DAG. Q is (H, n, d), K (H_kv, m, d), V (H_kv, m, d_v), O (H, n, d_v);
-    ``mask`` is a 2-D boolean (n, m) keep-mask shared by the heads, ``is_causal`` the
-    top-left causal mask (not both). With Z the kept scores of all heads:
+    """Certified I/O lower bound for attention's forward pass (thm-05-certified and
+    thm-05-small-certified, proved in Chapter 5): red-blue pebble game with recomputation,
+    the QKᵀ scores by the standard matmul DAG. Q is (H, n, d), K (H_kv, m, d),
+    V (H_kv, m, d_v), O (H, n, d_v); ``mask`` is a 2-D boolean (n, m) keep-mask shared by
+    the heads, ``is_causal`` the top-left causal mask (not both). With Z the kept scores of
+    all heads:
 
         max( trivial,  M·(⌈Z·d / P⌉ − 1) )
 
@@ -185,7 +187,7 @@ def backward_lower_bound(
 
 
 def sparse_lower_bound(mask, d: int, M: int) -> int:
-    """The partition term of Theorem C for the kept scores of ``mask`` (prop-05-sparse,
+    """The partition term of thm-05-certified for the kept scores of ``mask`` (prop-05-sparse,
     proved in Chapter 5): red-blue pebble game with recomputation, standard matmul DAG for
     the kept entries of QKᵀ (one head, Q (n, d), K (m, d), ``mask`` a 2-D boolean (n, m)
     keep-mask), clamped at 0:
