@@ -3,9 +3,11 @@ and every entry is checked or says why it cannot be.
 
 A labelled statement is a ``prf:theorem``, ``prf:lemma``, ``prf:proposition``,
 ``prf:corollary`` or ``prf:conjecture`` box of a chapter or page (its ``:label:``), or a MyST
-target ``(claim-<chapter>-<slug>)=`` put before a sentence that states a bound or an optimality
-outside a box. The register gives each one a status ("proved here", "cited" with the source's
-theorem, lemma or section number and what was read of it, or "our reconstruction"), the checks
+target ``(claim-<chapter>-<slug>)=`` put before a sentence that states a bound, an optimality,
+a threshold or a winner outside a box. The register gives each one a status ("proved here",
+"cited" with the source's theorem, lemma or section number and what was read of it, "our
+reconstruction", or "measured": a sentence about measured time or memory, which a chapter
+asserts against the committed results of ``make bench``, never a live timing), the checks
 that attack it (pytest node ids, or a notebook's code cell with an ``assert`` named by a unique
 substring of its source) and, when no machine check is possible, the reason. The page "How
 each claim is checked" (book/claims.ipynb) renders the register, and book/_ext/book_claims.py
@@ -30,7 +32,13 @@ REGISTER = BOOK / "claims.yml"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claims"
 
 KINDS = ("theorem", "lemma", "proposition", "corollary", "conjecture")
-STATUSES = ("proved here", "cited", "our reconstruction")
+STATUSES = ("proved here", "cited", "our reconstruction", "measured")
+#: A box proves, cites or reconstructs; only a sentence outside a box states a measurement.
+BOX_STATUS_WORDS = {
+    "proved here": "proved here",
+    "cited": "cited",
+    "our reconstruction": "reconstruction",
+}
 #: What a cited entry must say it read of its source.
 READ = ("paper", "abstract", "secondary")
 FIELDS = {"label", "chapter", "kind", "status", "source", "check", "family", "sizes", "reason"}
@@ -81,11 +89,7 @@ def status_in_title(title: str) -> str | None:
     """The status a box's title claims ("… (proved here)", "… (cited: SY24, Theorem 3.1)",
     "… (our reconstruction)"), or None when it names none."""
     words = title.lower()
-    claimed = [
-        s
-        for s, w in zip(STATUSES, ("proved here", "cited", "reconstruction"), strict=True)
-        if w in words
-    ]
+    claimed = [s for s, w in BOX_STATUS_WORDS.items() if w in words]
     return claimed[0] if len(claimed) == 1 else None
 
 
@@ -192,7 +196,24 @@ def entry_problems(entry: dict, book: Path, tests: Path) -> list[str]:
             found.append(f"{label}: {wrong}")
     if not checks and not str(entry.get("reason") or "").strip():
         found.append(f"{label}: no check and no reason why none is possible")
+    if entry.get("status") == "measured" and not any(
+        _reads_committed_results(c, book) for c in checks if "::" not in c
+    ):
+        found.append(
+            f"{label}: measured, but no check is a chapter's assert on the committed results"
+        )
     return found
+
+
+def _reads_committed_results(check: str, book: Path) -> bool:
+    """True if the notebook of a check "<notebook>: <substring>" reads the committed results of
+    ``make bench`` (``attnlib.results.read_committed``): a measured sentence is asserted against
+    those, never against a timing taken while the chapter runs."""
+    path = book.parent / check.partition(": ")[0]
+    if not path.is_file():
+        return False
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return any("read_committed(" in "".join(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
 def register_problems(entries: list[dict], book: Path, tests: Path) -> list[str]:
@@ -252,7 +273,7 @@ def test_boxes_are_found_in_both_fences_with_their_labels():
         ("lemma", None),
         ("proposition", "prop-fx-cited"),
     ]
-    assert targets_in(text) == ["claim-fx-sentence"]
+    assert targets_in(text) == ["claim-fx-sentence", "claim-fx-speed"]
     assert [status_in_title(t) for _, _, t in titled_boxes_in(text)] == [None] * 3 + ["cited"]
     assert status_in_title("Partition lemma (proved here)") == "proved here"
     assert status_in_title("Small-cache backward (our reconstruction)") == "our reconstruction"
@@ -285,6 +306,7 @@ def test_a_bad_register_is_refused_on_every_count():
         "prop-fx-cited: the title says cited, the register proved here",
         "thm-fx-one: 2 entries",
         "conj-fx-nb (chapter.ipynb) has no entry in the register",
+        "claim-fx-speed: measured, but no check is a chapter's assert on the committed results",
     ]
     for line in expected:
         assert any(p.startswith(line) for p in problems), (line, problems)

@@ -66,6 +66,8 @@ def status_line(entry: dict, docname: str) -> nodes.paragraph:
     head = status.capitalize()
     if status == "cited":
         head = "Cited: " + str(entry.get("source", "")).strip()
+    elif status == "measured":
+        head = "Measured: asserted against the committed results of make bench"
     para = nodes.paragraph(classes=["claim-status"])
     para += nodes.emphasis(text=f"{head} · {_checked_by(entry)} · see ")
     ref = addnodes.pending_xref(
