@@ -484,6 +484,59 @@ table.valid(
     lambda: pm.rank_exponent(1023, 1.0),
     lambda k: 0 < k < 1,
 )
+for what, ks in [("fraction", [8.5]), ("48", [48]), ("0", [0]), ("repeated", [8, 8])]:
+    table.raises(
+        "polymethod.threshold_sweep",
+        f"log2_ns={what}",
+        lambda ks=ks: pm.threshold_sweep(ks, [0.5]),
+        word("log2_ns"),
+    )
+for what, cs in [("decreasing", [0.5, 0.4]), ("zero", [0.0, 0.4]), ("nan", [math.nan])]:
+    table.raises(
+        "polymethod.threshold_sweep", f"cs={what}", lambda cs=cs: pm.threshold_sweep([8], cs), "cs"
+    )
+table.bad_reals(
+    "polymethod.threshold_sweep",
+    "d_per_log2_n",
+    lambda v: pm.threshold_sweep([8], [0.5], d_per_log2_n=v),
+)
+for what, d in [("0", 0), ("-1", -1), ("fraction", 2.5), ("bool", True), ("str", "8")]:
+    table.raises(
+        "polymethod.threshold_sweep",
+        f"d={what}",
+        lambda d=d: pm.threshold_sweep([8], [0.5], d=d),
+        word("d"),
+    )
+table.valid(
+    "polymethod.threshold_sweep",
+    "n=2^8-c=1/4",
+    lambda: pm.threshold_sweep([8], [0.25]),
+    lambda s: s.rank[0, 0] == math.comb(2 + 4, 4) and not s.refused.any(),
+)
+table.bad_reals(
+    "polymethod.ThresholdSweep.crossing",
+    "level",
+    lambda v: pm.threshold_sweep([8], [0.5]).crossing(level=v),
+)
+for what, args in [("smallest=0", (0, 12)), ("largest=1.5", (8, 1.5)), ("empty", (30, 40))]:
+    table.raises(
+        "polymethod.ThresholdSweep.drift",
+        what,
+        lambda args=args: pm.threshold_sweep([8], [0.5]).drift(*args),
+        r"smallest|largest|no size",
+    )
+table.valid(
+    "polymethod.ThresholdSweep.drift",
+    "one-size",
+    lambda: pm.threshold_sweep([8], [0.25, 0.5]).drift(),
+    lambda slopes: np.isnan(slopes).all(),
+)
+table.valid(
+    "polymethod.ThresholdSweep.crossing",
+    "never-reached",
+    lambda: pm.threshold_sweep([8], [0.25, 0.5]).crossing(level=50.0),
+    lambda c: np.isnan(c).all(),
+)
 for fname, f in [
     ("polymethod.bounded_loss_inputs", pm.bounded_loss_inputs),
     ("polymethod.sign_loss_inputs", pm.sign_loss_inputs),

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from attnlib import AttnInputError, plots
+from attnlib import polymethod as pm
 
 NS = np.array([64, 128, 256])
 CURVE = np.array([1.0, 2.0, 4.0])
@@ -15,7 +16,9 @@ BUILDERS = {
     "least_degree_figure": lambda: plots.least_degree_figure([0.5, 1.0], [1e-3]),
     "degree_error_figure": lambda: plots.degree_error_figure([1.0, 4.0], NS, TABLE, TABLE),
     "rounding_floor_figure": lambda: plots.rounding_floor_figure(NS, {4.0: CURVE}),
-    "rank_exponent_figure": lambda: plots.rank_exponent_figure(NS, {"$B^2 = 1$": CURVE}),
+    "threshold_collapse_figure": lambda: plots.threshold_collapse_figure(
+        pm.threshold_sweep([8, 10], [0.3, 1.0, 2.0]), pm.threshold_sweep([8, 10], [0.3, 1.0], d=4)
+    ),
     "least_degree_grid_figure": lambda: plots.least_degree_grid_figure(
         [1.0, 2.0], [1e-1, 1e-2], [[1.0, 2.0], [3.0, np.nan]]
     ),
@@ -73,7 +76,7 @@ def test_builder_draws_labelled_axes_and_a_legend(name):
         ),
         (lambda: plots.rounding_floor_figure(NS, {4.0: CURVE[:2]}), "entries"),
         (lambda: plots.rounding_floor_figure(NS, {}), "errors"),
-        (lambda: plots.rank_exponent_figure(NS, [CURVE]), "kappa"),
+        (lambda: plots.threshold_collapse_figure(None, None), "sweep"),
         (lambda: plots.least_degree_grid_figure([1.0], [0.1], [[1.0, 2.0]]), "degrees"),
         (lambda: plots.gradient_error_figure(CURVE, {1.0: ["a", "b", "c"]}, n=4, d=2), "errors"),
         (lambda: plots.gradient_error_figure(CURVE, {1.0: CURVE}, n=0, d=2), "n"),

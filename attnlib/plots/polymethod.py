@@ -1,8 +1,9 @@
 """Figures of Part II, the polynomial method (Chapters 6 and 7).
 
 Chapter 6: the error of the two constructions of p ≈ exp, the least degree, the rounding floor,
-the model rank exponent. Chapter 7: the approximate gradient's error, time, memory and rank
-above the threshold. The chapters compute and check the numbers; these builders only draw.
+the rank exponent over n and B/√(ln n). Chapter 7: the approximate gradient's error, time,
+memory and rank above the threshold. The chapters compute and check the numbers; these
+builders only draw.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ __all__ = [
     "least_degree_figure",
     "degree_error_figure",
     "rounding_floor_figure",
-    "rank_exponent_figure",
+    "threshold_collapse_figure",
     "least_degree_grid_figure",
     "gradient_error_figure",
     "error_and_rank_figure",
@@ -221,28 +222,40 @@ def rounding_floor_figure(degrees, errors):
     return fig
 
 
-def rank_exponent_figure(log2_ns, kappa):
-    """Chapter 6: the model exponent κ (rank r = n^κ, :func:`attnlib.polymethod.rank_exponent`)
-    against log₂ n = d, one curve per regime of the logit range (``kappa`` maps a label to one
-    κ per log₂ n), with κ = 1 (no saving) dashed. Returns the Figure.
+def threshold_collapse_figure(sweep, fixed):
+    """Chapter 6: the exponent κ = log r / log n of the plan against c = B/√(ln n), one curve
+    per n, for d ∝ log n (left, ``sweep``) and for one fixed d (right, ``fixed``), both
+    :class:`attnlib.polymethod.ThresholdSweep`. Solid: the library's least degree; dashed:
+    AA22's formula (constant 1) at the smallest and largest n; crosses: refused requests
+    (ε = 1/n below the double-precision floor), drawn at the formula's κ. Returns the Figure.
 
-    Raises :class:`attnlib.AttnInputError` on a length that differs from log2_ns'.
+    Raises :class:`attnlib.AttnInputError` if either argument is not a ThresholdSweep.
     """
-    log2_ns = as_series("log2_ns", log2_ns, positive=True)
-    kappa = as_curves(
-        "kappa", kappa, size=log2_ns.size, over="log2_ns", of="regime -> κ", max_len=_COLORS
-    )
-    fig, ax = plt.subplots()
-    for name, ys in kappa.items():
-        ax.semilogx(log2_ns, ys, "o-", ms=3, label=name)
-    ax.axhline(1.0, color="gray", ls="--", lw=1, label="r = n (no saving)")
-    ax.set_xlabel(r"$\log_2 n$  (= d)")
-    ax.set_ylabel(r"exponent $\kappa$ with rank $r = n^\kappa$")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(r"Rank exponent, $d = \log_2 n$, $\varepsilon = 1/n$ (AA22 formula, constant 1)")
+    for name, value in (("sweep", sweep), ("fixed", fixed)):
+        if not isinstance(value, pm.ThresholdSweep):
+            raise AttnInputError(
+                f"{name} must be a ThresholdSweep (pm.threshold_sweep), got {type(value).__name__}"
+            )
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    for ax, sw in zip(axes, (sweep, fixed), strict=True):
+        what = f"d = {sw.d[0]} at every n" if sw.d.min() == sw.d.max() else "d grows with log n"
+        colors = plt.cm.viridis(np.linspace(0.0, 0.9, sw.log2_n.size))
+        for i, (k, color) in enumerate(zip(sw.log2_n, colors, strict=True)):
+            label = f"n = 2^{k}, d = {sw.d[i]}" if i in (0, sw.log2_n.size - 1) else None
+            ax.semilogx(sw.c, sw.kappa[i], "-", color=color, lw=1.2, label=label)
+            gone = sw.refused[i]
+            ax.semilogx(sw.c[gone], sw.aa22_kappa[i][gone], "x", color=color, ms=4)
+            if i in (0, sw.log2_n.size - 1):
+                ax.semilogx(sw.c, sw.aa22_kappa[i], "--", color=color, lw=0.8)
+        ax.axhline(1.0, color="gray", ls=":", lw=1, label="r = n: time n²·d, as exact")
+        ax.set_xlabel(r"$c = B/\sqrt{\ln n}$  (logit range $R = c^2 \ln n$)")
+        ax.set_title(f"{what}, ε = 1/n", fontsize=10)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[0].set_ylabel(r"exponent $\kappa = \log r / \log n$ (time $n^{1+\kappa} d$)")
     add_takeaway(
         fig,
-        "Below the threshold the exponent decays, but very slowly; at B^2 = ln n it never does.",
+        "With d proportional to log n the curves for n = 2^8 ... 2^20 fall on one another and "
+        "cross r = n near one c; with d fixed they slide down as n grows.",
     )
     return fig
 

@@ -13,7 +13,8 @@
   built, with switches for the printed Lemmas D.3 and D.5 (:func:`kronecker_loss_grad`);
 * :mod:`.grad_error` — bounds on the gradient's error (:func:`loss_grad_error_bound`,
   :func:`loss_grad_magnitude_bound`, :func:`entrywise_product_bound`);
-* :mod:`.threshold` — AA22's formula as a model rank (:func:`aa22_rank`,
+* :mod:`.threshold` — the plan over n and B = c·√(ln n) with d ∝ log n
+  (:func:`threshold_sweep`), and AA22's formula as a model rank (:func:`aa22_rank`,
   :func:`rank_exponent`);
 * :mod:`.inputs` — random loss inputs with entries bounded by B (:func:`bounded_loss_inputs`,
   :func:`sign_loss_inputs`).
@@ -46,13 +47,14 @@ from .polyexp import (
     relative_error_bound,
     rounding_floor,
 )
-from .threshold import aa22_rank, rank_exponent
+from .threshold import ThresholdSweep, aa22_rank, rank_exponent, threshold_sweep
 
 __all__ = [
     "FLOOR_FACTOR",
     "KINDS",
     "MEMORY_BUDGET_BYTES",
     "ApproxPlan",
+    "ThresholdSweep",
     "aa22_degree",
     "aa22_rank",
     "approx_attention",
@@ -81,4 +83,5 @@ __all__ = [
     "rounding_floor",
     "rowwise_kron",
     "sign_loss_inputs",
+    "threshold_sweep",
 ]

@@ -18,15 +18,16 @@ default) with the polynomial evaluated in the monomial basis, as the feature map
 :func:`least_degree`.
 
 Rounding floor. Evaluating a monomial-basis approximation of eˣ at x = −R loses about
-u·e^{2R} in relative accuracy (u = 2⁻⁵² is the double-precision spacing): the terms are of
+2u·e^{2R} in relative accuracy (u = 2⁻⁵³ is the unit roundoff of double precision, and
+2u = 2⁻⁵² its machine epsilon, the spacing of the doubles at 1): the terms are of
 size ~e^{R} while the value is e^{−R}. Past the degree where the approximation error meets
-this floor, the measured error stops falling, within a factor 10 of u·e^{2R}, and grows again
+this floor, the measured error stops falling, within a factor 10 of 2u·e^{2R}, and grows again
 at higher degrees.
 
 Decisions that do not depend on the last bits. Two machines must agree on every degree and
 every refusal, so:
 
-* a request is refused by a formula, not by a measurement: when u·e^{2R} > ε/10
+* a request is refused by a formula, not by a measurement: when 2u·e^{2R} > ε/10
   (:data:`FLOOR_FACTOR`), i.e. when the floor is not at least ten times below ε;
 * the Chebyshev coefficients are computed in decimal arithmetic with enough digits and
   rounded once to double precision, so they are the same bits on every machine (a BLAS-based
@@ -73,32 +74,35 @@ __all__ = [
 KINDS = ("chebyshev", "taylor")
 
 _MAX_DEGREE = 400
-_UNIT_ROUNDOFF = 2.0**-52
+#: Machine epsilon of float64, 2u = 2⁻⁵² (u = 2⁻⁵³ is the unit roundoff): the rounding floor's
+#: scale.
+_MACHINE_EPSILON = 2.0**-52
 _LOG_FLOAT_MAX = math.log(sys.float_info.max)
-#: A request is accepted only if the rounding floor u·e^{2R} is at least this factor below eps.
+#: A request is accepted only if the rounding floor 2u·e^{2R} is at least this factor below eps.
 #: The measured error plateaus between floor/10 and the floor, so every accepted request is
 #: reachable, with room to spare; the rule is a formula, so every machine refuses the same set.
 FLOOR_FACTOR = 10.0
 
 
 def rounding_floor(R) -> float:
-    """The relative error below which double precision cannot go on [−R, R]: u·e^{2R}.
+    """The relative error below which double precision cannot go on [−R, R]: 2u·e^{2R}.
 
-    u = 2⁻⁵². An estimate of the level at which the measured error of both constructions,
-    evaluated in the monomial basis, stops falling (Chapter 6 plots it for several R).
+    2u = 2⁻⁵² is machine epsilon (u = 2⁻⁵³ the unit roundoff). An estimate of the level at
+    which the measured error of both constructions, evaluated in the monomial basis, stops
+    falling (Chapter 6 plots it for several R).
 
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number.
     """
     R = check_positive_real("R", R)
-    return _UNIT_ROUNDOFF * math.exp(min(2.0 * R, 700.0))
+    return _MACHINE_EPSILON * math.exp(min(2.0 * R, 700.0))
 
 
 def max_logit_range(eps) -> float:
-    """The largest R for which :func:`least_degree` accepts ``eps``: ln(eps / (10·u)) / 2.
+    """The largest R for which :func:`least_degree` accepts ``eps``: ln(eps / (10·2u)) / 2.
 
-    Beyond it the rounding floor u·e^{2R} is less than :data:`FLOOR_FACTOR` times below eps
+    Beyond it the rounding floor 2u·e^{2R} is less than :data:`FLOOR_FACTOR` times below eps
     and every request is refused. Raises :class:`attnlib.AttnInputError` if eps is not in
-    (0, 1), or is at most 10·u, where no range R > 0 is accepted.
+    (0, 1), or is at most 10·2u = 10·2⁻⁵², where no range R > 0 is accepted.
 
     Examples
     --------
@@ -106,12 +110,13 @@ def max_logit_range(eps) -> float:
     14.57
     """
     eps = check_open_unit("eps", eps)
-    if eps <= FLOOR_FACTOR * _UNIT_ROUNDOFF:  # then even R → 0 is refused: no range reaches eps
+    if eps <= FLOOR_FACTOR * _MACHINE_EPSILON:  # then even R → 0 is refused: no range reaches eps
         raise AttnInputError(
             f"eps={eps:g} is out of reach on every range [-R, R] in double precision: it must "
-            f"exceed {FLOOR_FACTOR:g}·u = {FLOOR_FACTOR * _UNIT_ROUNDOFF:.3g}"
+            f"exceed {FLOOR_FACTOR:g}·2u = {FLOOR_FACTOR * _MACHINE_EPSILON:.3g} "
+            "(2u = 2^-52 is machine epsilon)"
         )
-    return math.log(eps / (FLOOR_FACTOR * _UNIT_ROUNDOFF)) / 2.0
+    return math.log(eps / (FLOOR_FACTOR * _MACHINE_EPSILON)) / 2.0
 
 
 def _build(R: float, g: int, kind: str) -> Polynomial:
@@ -299,7 +304,8 @@ def _refuse(R: float, eps: float, kind: str, detail: str):
     raise AttnInputError(
         f"eps={eps:g} is out of reach for a {kind} polynomial approximation of exp on "
         f"[-R, R] with R={R:g} in double precision ({detail}); the rounding floor is about "
-        f"u*e^(2R) = {rounding_floor(R):.1e}. Use a larger eps or a smaller logit range R"
+        f"2u*e^(2R) = {rounding_floor(R):.1e} (u = 2^-53). Use a larger eps or a smaller "
+        "logit range R"
     )
 
 
@@ -332,7 +338,7 @@ def least_degree(R, eps, *, kind: str = "chebyshev") -> int:
     Chebyshev 7. The result is the same on every machine (see the module docstring).
 
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, eps is not in
-    (0, 1), or eps is within a factor :data:`FLOOR_FACTOR` of the rounding floor u·e^{2R}
+    (0, 1), or eps is within a factor :data:`FLOOR_FACTOR` of the rounding floor 2u·e^{2R}
     (or above it), where double precision cannot deliver it reliably.
 
     Examples
@@ -361,7 +367,7 @@ def exp_poly(R, eps, *, kind: str = "chebyshev") -> Polynomial:
     numpy.polynomial.Polynomial of degree :func:`least_degree`, with ``domain == window ==
     [-1, 1]`` so that ``p.coef[k]`` is the coefficient of x^k itself.
 
-    This is the softmax approximation of AS23 Lemma 3.1 (which quotes AA22): there, a
+    This is the softmax approximation of AS23 Lemma 3.1, which quotes AA22's theorem: there, a
     polynomial of degree Θ(max{log(1/ε)/log(log(1/ε)/B), B}) with relative error ε on
     [0, B] exists; on [−R, R] (an interval of length B = 2R) we construct one explicitly.
 
@@ -381,10 +387,11 @@ def aa22_degree(R, eps) -> float:
     """AA22's order formula for the degree, with no constant: max{B, L / log(L/B)}.
 
     Here B = 2R is the length of [−R, R] (relative error is shift-invariant, so [−R, R] is
-    [0, 2R] up to a factor e^{−R}) and L = log(1/ε) (AS23 Lemma 3.1, quoting AA22's abstract;
-    applying it as a relative error on [−R, R] is our reading). The logarithm is clamped at 1
-    (L/B ≤ e), where the formula is only meaningful up to its constant and the B term
-    dominates anyway.
+    [0, 2R] up to a factor e^{−R}) and L = log(1/ε) (AA22's main theorem, as its abstract
+    states it, for B ≥ 1 and ε ∈ (0, 1); AS23 quote it as their Lemma 3.1; applying it as a
+    relative error on [−R, R] is our reading). For R < 1/2 (B < 1) the theorem does not apply
+    and the formula is only extrapolated. The logarithm is clamped at 1 (L/B ≤ e), where the
+    formula is only meaningful up to its constant and the B term dominates anyway.
     Returns a float: an order of growth, not a degree that is guaranteed to suffice.
 
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number (at most half
