@@ -45,13 +45,43 @@ def test_gauss_legendre_bound_is_zero_for_constant_rows():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"nodes": 0}, {"nodes": 2.5}, {"nodes": 8, "scale": -1.0}, {"nodes": 8, "grid": 0}],
+    [
+        {"nodes": 0},
+        {"nodes": 1},
+        {"nodes": 2.5},
+        {"nodes": 8, "scale": -1.0},
+        {"nodes": 8, "grid": 0},
+    ],
 )
 def test_gauss_legendre_bound_rejects_bad_input(kwargs):
     Q, K, V, _ = random_instance(0)
     nodes = kwargs.pop("nodes")
-    with pytest.raises(AttnInputError):
+    with pytest.raises(AttnInputError, match=next(iter(kwargs), "nodes")):
         hd.gauss_legendre_error_bound(Q, K, V, nodes, **kwargs)
+
+
+def test_gauss_legendre_bound_uses_n_minus_one_in_the_exponent():
+    # Trefethen's Thm 19.3 is stated for n + 1 points: N nodes give ρ^(-2(N-1)). On this
+    # instance the 2-node rule errs by about 4e-11 (far above rounding), more than the
+    # bound with ρ^(-2N) (about 1e-12) allows, and less than the bound with ρ^(-2(N-1)).
+    Q, K, V = (
+        np.array([[0.42, 0.5]]),
+        np.array([[-0.69, 1.0], [0.47, -0.19]]),
+        np.array([[-0.82], [-0.97]]),
+    )
+    err = abs(
+        hd.attention_from_gradient(Q, K, V, GRAD, nodes=2)
+        - f_direct(Q, K, V, 1.0, 1 / math.sqrt(2))
+    )
+    bound = hd.gauss_legendre_error_bound(Q, K, V, 2)
+    S = Q @ K.T / math.sqrt(2)
+    w = S.max(axis=1) - S.min(axis=1)
+    theta = (np.arange(256) + 0.5) / 256
+    y, c = theta * math.pi / w.max(), np.cos(theta * math.pi / 2)
+    rho = 2 * y + np.sqrt(1 + 4 * y**2)
+    phi = V.shape[1] * np.abs(V).max() ** 2 * w.sum() * (1 + 1 / c) / c**2
+    old = float((32 / 15 * phi * rho ** (-2.0 * 2) / (rho**2 - 1)).min())
+    assert 1e-11 < err <= bound and old < err / 10
 
 
 # ---------------------------------------------------------------- guaranteed node counts
@@ -61,7 +91,7 @@ def test_gauss_legendre_nodes_needed_is_the_first_certified_count(instance):
     for tol in (1e-3, 1e-6, 1e-9):
         N = hd.gauss_legendre_nodes_needed(Q, K, V, tol, scale=tau)
         assert hd.gauss_legendre_error_bound(Q, K, V, N, scale=tau) <= tol
-        if N > 1:
+        if N > 2:
             assert hd.gauss_legendre_error_bound(Q, K, V, N - 1, scale=tau) > tol
 
 
@@ -81,7 +111,7 @@ def test_gauss_legendre_bound_names_wide_logits_and_stays_a_bound():
         hd.gauss_legendre_error_bound(Q * 1e150, K * 1e150, V, 8)
     # a width below 1e-300: the strip is huge and the bound the smallest float, not NaN
     assert hd.gauss_legendre_error_bound(Q, K, V, 8, scale=5e-324) == math.ulp(0.0)
-    # the bound as written, (32/15)·Φ(y)·ρ^(-2N)/(ρ² − 1), against its stable evaluation
+    # the bound as written, (32/15)·Φ(y)·ρ^(-2(N-1))/(ρ² − 1), against its stable evaluation
     S = Q @ K.T / 2
     w = S.max(axis=1) - S.min(axis=1)
     theta = (np.arange(256) + 0.5) / 256
@@ -89,5 +119,5 @@ def test_gauss_legendre_bound_names_wide_logits_and_stays_a_bound():
     rho = 2 * y + np.sqrt(1 + 4 * y**2)
     phi = V.shape[1] * np.abs(V).max() ** 2 * w.sum() * (1 + 1 / c) / c**2
     for N in (2, 8, 32):
-        direct = float((32 / 15 * phi * rho ** (-2.0 * N) / (rho**2 - 1)).min())
+        direct = float((32 / 15 * phi * rho ** (-2.0 * (N - 1)) / (rho**2 - 1)).min())
         assert math.isclose(hd.gauss_legendre_error_bound(Q, K, V, N), direct, rel_tol=1e-12)

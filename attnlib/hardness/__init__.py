@@ -4,9 +4,11 @@ Every link of AS24's lower-bound chain is a function that builds one problem's i
 from the previous one; the book checks on many instances that the answer is preserved.
 :mod:`.sat` holds CNF formulas, :mod:`.split_list` the reduction k-SAT → OV, :mod:`.ov` and
 :mod:`.gap_ann` the two source problems, :mod:`.to_attention` their attention instances,
-:mod:`.gradient` and :mod:`.quadrature` the step from attention to its gradient.
+:mod:`.gradient` and :mod:`.quadrature` the step from attention to its gradient, and
+:mod:`.chain` the whole chain Gap-ANN → attention → gradient as one decision procedure.
 """
 
+from .chain import gap_ann_by_gradient, gradient_noise_tolerance, shifted_gradient
 from .gap_ann import gap_ann_parameters, lsh_close_pair, planted_gap_ann
 from .gradient import (
     attention_from_gradient,
@@ -41,10 +43,12 @@ __all__ = [
     "brute_force_sat",
     "check_clauses",
     "count_models",
+    "gap_ann_by_gradient",
     "gap_ann_parameters",
     "gap_ann_to_attention",
     "gauss_legendre_error_bound",
     "gauss_legendre_nodes_needed",
+    "gradient_noise_tolerance",
     "is_satisfied",
     "lsh_close_pair",
     "needed_entry_factor",
@@ -58,5 +62,6 @@ __all__ = [
     "read_dimacs",
     "riemann_from_gradient",
     "sat_to_ov",
+    "shifted_gradient",
     "write_dimacs",
 ]

@@ -32,16 +32,17 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
         |f'(λ)| ≤ Φ(y) = d_v · V_max² · (Σ_i w_i) · (1 + 1/c) / c².
 
     The strip |Im λ| ≤ y holds the Bernstein ellipse of [0, 1] with parameter
-    ρ = 2y + √(1 + 4y²), so the N-node Gauss–Legendre rule on [0, 1] errs by at most
-    (32/15)·Φ(y)·ρ^{-2N}/(ρ² − 1) (Trefethen, ATAP Thm 19.3, halved for the interval
-    [0, 1]). The error falls geometrically in N/W, and W ≤ 2R for the logit range R. The bound
+    ρ = 2y + √(1 + 4y²). Trefethen's ATAP Thm 19.3 bounds the (k + 1)-point Gauss rule by
+    (64/15)·M·ρ^{-2k}/(ρ² − 1) for k ≥ 1, so the N-node rule on [0, 1] (k = N − 1, N ≥ 2)
+    errs by at most (32/15)·Φ(y)·ρ^{-2(N-1)}/(ρ² − 1), halved for the interval [0, 1].
+    The error falls geometrically in N/W, and W ≤ 2R for the logit range R. The bound
     is minimised over y on ``grid`` points of (0, π/W). It holds in exact arithmetic; rounding
     adds about 1e-16 · N · max|f'| on top.
 
     Parameters
     ----------
     Q : (n, d), K : (m, d), V : (m, d_v)
-    nodes : number of Gauss–Legendre nodes N, 1..4096
+    nodes : number of Gauss–Legendre nodes N, 2..4096 (the theorem has none for N = 1)
     scale : τ, default 1/√d
     grid : number of strip widths y tried, 1..10⁵
 
@@ -63,7 +64,7 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
     >>> gauss_legendre_error_bound(Q, K, V, 8) < 1e-12 < gauss_legendre_error_bound(Q, K, V, 2)
     True
     """
-    nodes = check_int("nodes", nodes, maximum=4096)
+    nodes = check_int("nodes", nodes, minimum=2, maximum=4096)
     terms = _bound_terms(Q, K, V, scale, grid)
     if terms is None:
         return 0.0
@@ -73,7 +74,7 @@ def gauss_legendre_error_bound(Q, K, V, nodes, *, scale=None, grid: int = 256) -
 def _bound_terms(Q, K, V, scale, grid):
     """The parts of :func:`gauss_legendre_error_bound` that do not depend on N, on the grid
     of strip widths: ``(log_a, log_rho, W, vmax)`` with the bound at N nodes
-    exp(min over the grid of log_a − 2N·log_rho), or None when the bound is 0."""
+    exp(min over the grid of log_a − 2(N − 1)·log_rho), or None when the bound is 0."""
     Q, K, V = check_qkv(Q, K, V)
     (n, d), m = Q.shape, K.shape[0]
     grid = check_int("grid", grid, maximum=100_000)
@@ -103,7 +104,7 @@ def _bound_terms(Q, K, V, scale, grid):
     # log ρ and log(ρ² − 1) = log(ρ − 1) + log(ρ + 1) stay accurate when yW is tiny
     rho_m1 = 2 * y + 4 * y**2 / (np.sqrt(1 + 4 * y**2) + 1)
     log_rho = np.log1p(rho_m1)
-    # In logs: Φ(y) overflows for large V or many rows, and ρ^(-2N) underflows long before
+    # In logs: Φ(y) overflows for large V or many rows, and ρ^(-2(N-1)) underflows long before
     # the bound stops mattering. Σ wᵢ = W·Σ(wᵢ/W), so that the sum cannot overflow.
     log_phi = (
         math.log(V.shape[1])
@@ -117,10 +118,11 @@ def _bound_terms(Q, K, V, scale, grid):
 
 
 def _bound(terms, nodes: int) -> float:
-    """The bound at ``nodes`` nodes from :func:`_bound_terms`; refused beyond the float
+    """The bound at ``nodes`` ≥ 2 nodes from :func:`_bound_terms`; refused beyond the float
     range, and rounded up to the smallest positive float below it (it stays a bound)."""
     log_a, log_rho, W, vmax = terms
-    best = float((log_a - 2 * nodes * log_rho).min())
+    # N nodes are Trefethen's n + 1 points with n = N − 1: the exponent is 2(N − 1)
+    best = float((log_a - 2 * (nodes - 1) * log_rho).min())
     if best > math.log(sys.float_info.max):
         raise AttnInputError(
             "the bound overflows a float: V is too large or the logits' rows too wide "
@@ -138,7 +140,11 @@ def gauss_legendre_nodes_needed(Q, K, V, tol, *, scale=None, max_nodes: int = 40
     Q : (n, d), K : (m, d), V : (m, d_v)
     tol : the error to guarantee, > 0
     scale : τ, default 1/√d
-    max_nodes : the largest N tried, 1..4096
+    max_nodes : the largest N tried, 2..4096
+
+    Returns
+    -------
+    int, N ≥ 2 (2 also when the bound is 0: the theorem starts at two nodes)
 
     Raises
     ------
@@ -149,14 +155,14 @@ def gauss_legendre_nodes_needed(Q, K, V, tol, *, scale=None, max_nodes: int = 40
     Examples
     --------
     >>> gauss_legendre_nodes_needed(np.eye(2), np.eye(2), np.eye(2), 1e-6)
-    3
+    4
     """
     tol = check_positive_real("tol", tol)
-    max_nodes = check_int("max_nodes", max_nodes, maximum=4096)
+    max_nodes = check_int("max_nodes", max_nodes, minimum=2, maximum=4096)
     terms = _bound_terms(Q, K, V, scale, 256)  # the logits are formed once, not per N
     if terms is None:
-        return 1
-    for nodes in range(1, max_nodes + 1):
+        return 2
+    for nodes in range(2, max_nodes + 1):
         if _bound(terms, nodes) <= tol:
             return nodes
     raise AttnInputError(

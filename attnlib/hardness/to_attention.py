@@ -1,4 +1,4 @@
-"""Attention instances that decide OV (entries Θ(log n)) and planted Gap-ANN (Θ(√log n)).
+"""Attention instances that decide OV (entries Θ(log n)) and Gap-ANN (Θ(√log n)).
 
 Both constructions are ours. Scale convention: attnlib.attention uses τ = 1/√d by default,
 AS23/AS24 (and attnlib.attention_loss) τ = 1/d, where "entries bounded by B" puts every logit
@@ -120,7 +120,7 @@ def ov_to_attention(A, B, *, scale=None):
 
 
 def gap_ann_to_attention(A, B, t, eps, *, scale=None):
-    """Attention instance deciding planted Gap Hamming NN with entries Θ(√log n).
+    """Attention instance deciding Gap Hamming NN with entries Θ(√log n).
 
     **Our variant** of the instance shape of AS23 Lemma 4.7 (restated as AS24 Lemma E.2):
     bounded entries, V ∈ {0, 1}, and logits on a few levels. The promise: YES if some pair
@@ -138,6 +138,8 @@ def gap_ann_to_attention(A, B, t, eps, *, scale=None):
     A close pair outweighs the n dummies by e^{β(t'-t)}/n = n·e²: Att[i, 0] ≥ n e²/(1 + n e²)
     > 0.93. In a NO instance all n real keys together weigh at most
     n·e^{-β((1+ε)t - t')}/n = e^{-2}/n² of the dummies: Att[i, 0] < 0.02. The threshold is 1/2.
+    Both margins use only the promise, so every instance that satisfies it is decided,
+    however it was made (tests/test_hardness_chain.py tries all small instances).
 
     Entries: max|Q|, max|K| = s. In AS24's convention τ = 1/d = 1/(2m) this is
     s = √(8 (m/t)(ln n + 1)/ε): Θ(√log n) for a fixed ratio t/m and gap ε, whatever m is.
