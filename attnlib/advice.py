@@ -39,12 +39,32 @@ The polynomial method's I/O is modelled as its compulsory traffic (inputs and ou
 10nd words) when its two factors fit in fast memory (2nr ≤ M), and otherwise as writing both
 factors once and reading them once per pass (2d + 5 passes): 10nd + 2nr(2d + 6).
 
+**One precision.** Every method is priced and judged in one ``dtype`` (bfloat16, float32 or
+float64: the machine's M and balance are in words of it, as :func:`attnlib.machines.machine`
+gives them), and every method must reach the same accuracy ε, the relative error of the
+softmax weights. A result held in a precision with unit roundoff u carries a relative error up
+to u from its rounding alone, so the three exact methods reach ε only if ε ≥ 10·u (10 is
+``pm.FLOOR_FACTOR``, the margin ``pm.least_degree`` asks of the polynomial's floor); the
+polynomial method, evaluated in the monomial basis, stops improving at u·e^{2R} (Chapter 6's
+rounding floor), so it needs ε ≥ 10·u·e^{2R}. In bfloat16 (u = 2⁻⁸) neither reaches ε = 10⁻³
+at any R, and :func:`advise` refuses such a (dtype, ε) pair rather than price a method at one
+precision and judge its accuracy at another. (Pricing each method at the precision its ε needs
+would mix machines: on a GPU the bfloat16 and float32 units differ in rate and in M.)
+
 **Feasibility.** The standard method keeps three n×n matrices in slow memory and the
 small-cache method two; the polynomial method keeps 3·2nr words (its factors and one work
 array, as in ``pm.approx_plan``). A method whose slow memory exceeds ``slow_memory`` words,
-whose schedule does not fit M, or whose polynomial does not exist in double precision
-(``pm.least_degree`` refuses) is infeasible. The recommendation is the feasible method of
-least cost; ties go to the simpler method, in the order standard, flash, smallcache, polynomial.
+whose schedule does not fit M, or that cannot reach ε in ``dtype`` is infeasible. The
+recommendation is the feasible method of least cost; ties go to the simpler method, in the
+order standard, flash, smallcache, polynomial.
+
+**Why the polynomial region has islands.** The polynomial method's I/O has two cases: while
+both n×r factors fit in fast memory (2nr ≤ M) it moves only its inputs and outputs, and one
+token later it writes and re-reads the factors 2d + 6 times. Its cost jumps there, at
+n = ⌊M / 2r⌋ + 1, and FlashAttention, whose cost grows as n², can win again until its n² term
+catches up with the jump: hence flash → polynomial → flash → polynomial along n at small B.
+The jump is a feature of the model's two cases (a real kernel would stream the factors in
+tiles), so the island's edges are not to be read as a prediction.
 
 B follows AS24: the entries of Q and K are bounded by B with the logits scaled by 1/d, so
 every logit lies in [−B², B²]. For a model with the usual scale 1/√d, fold the scale in:
@@ -79,6 +99,7 @@ from ._checks import (
 
 __all__ = [
     "METHODS",
+    "UNIT_ROUNDOFF",
     "MethodCost",
     "Advice",
     "advise",
@@ -91,8 +112,11 @@ METHODS = ("standard", "flash", "smallcache", "polynomial")
 
 #: Default machine balance: flops per word of slow-memory traffic.
 _DEFAULT_FLOPS_PER_WORD = 64.0
-#: Default slow-memory capacity in words (2³³ words = 64 GiB of float64).
+#: Default slow-memory capacity in words (2³³ words = 64 GiB of float64): a default, not a
+#: machine; :func:`attnlib.machines.machine` gives a preset's own.
 _DEFAULT_SLOW_MEMORY = 2**33
+#: Unit roundoff of each precision (half the distance from 1 to the next float).
+UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 
 
 @dataclass(frozen=True)
@@ -117,9 +141,10 @@ class Advice:
     """The recommendation of :func:`advise` and the numbers behind it.
 
     ``method`` is one of :data:`METHODS`; ``costs`` holds a :class:`MethodCost` for every
-    method (in :data:`METHODS` order); ``R = B²`` is the logit range; ``degree`` and ``rank``
-    are the polynomial method's (``None`` if no polynomial exists); ``reason`` says in one
-    sentence why ``method`` won.
+    method (in :data:`METHODS` order); ``dtype`` is the one precision all are priced in;
+    ``R = B²`` is the logit range; ``degree`` and ``rank`` are the polynomial method's
+    (``None`` if no polynomial reaches ε in ``dtype``); ``reason`` says in one sentence why
+    ``method`` won.
     """
 
     method: str
@@ -135,6 +160,7 @@ class Advice:
     rank: int | None
     costs: tuple
     reason: str
+    dtype: str = "float64"
 
     def cost_of(self, method: str) -> MethodCost:
         """The :class:`MethodCost` of ``method``.
@@ -168,7 +194,8 @@ class Advice:
 
     def __str__(self) -> str:
         return (
-            f"advise(n={self.n}, d={self.d}, B={self.B:g}, eps={self.eps:g}, M={self.M}): "
+            f"advise(n={self.n}, d={self.d}, B={self.B:g}, eps={self.eps:g}, M={self.M}, "
+            f"dtype={self.dtype}): "
             f"{self.method} — {self.reason}"
         )
 
@@ -237,15 +264,31 @@ def _counted(method, n, d, M):
     return float(c.total), ""
 
 
-def _degree(R: float, eps: float):
+def _degree(R: float, eps: float, dtype: str):
+    """The polynomial's degree, or (None, why) if no polynomial reaches eps in ``dtype``."""
+    floor = UNIT_ROUNDOFF[dtype] * math.exp(min(2.0 * R, 700.0))
+    why = (
+        f"no polynomial in {dtype}: eps={eps:g} is below {pm.FLOOR_FACTOR:g} × its rounding "
+        f"floor {floor:.1e}"
+    )
+    if dtype != "float64" and pm.FLOOR_FACTOR * floor > eps:
+        return None, why + f" at R={R:.3g}"
     try:
         return pm.least_degree(R, eps), ""
-    except AttnInputError:
+    except AttnInputError:  # float64: pm.least_degree's own floor decides
         floor = pm.rounding_floor(R)
         return (
             None,
             f"no polynomial: eps={eps:g} is below the rounding floor {floor:.1e} at R={R:.3g}",
         )
+
+
+def _exact_reaches(eps: float, dtype: str) -> str:
+    """'' if an exact method's result in ``dtype`` can carry relative error eps, else why."""
+    u = UNIT_ROUNDOFF[dtype]
+    if pm.FLOOR_FACTOR * u <= eps:
+        return ""
+    return f"does not reach eps={eps:g} in {dtype}: its result is rounded to u = {u:.1e}"
 
 
 def advise(
@@ -257,8 +300,14 @@ def advise(
     *,
     flops_per_word: float = _DEFAULT_FLOPS_PER_WORD,
     slow_memory: int = _DEFAULT_SLOW_MEMORY,
+    dtype: str = "float64",
 ) -> Advice:
     """Recommend standard, flash, smallcache or polynomial attention for one training step.
+
+    Every method is priced and judged in one precision, ``dtype`` (module docstring): a method
+    that cannot reach ``eps`` in it is infeasible, and a (dtype, eps) pair that no method
+    reaches is refused. One precision, rather than each method at the precision its ε needs,
+    because the machine's M and balance are themselves those of one precision.
 
     Parameters
     ----------
@@ -266,10 +315,12 @@ def advise(
     d : head dimension (d_v = d), integer >= 1
     B : AS24's entry bound, > 0: |Q|, |K| ≤ B with logits scaled by 1/d, so the logit range
         is R = B² (for scale 1/√d use B = d^{1/4}·max(‖Q‖∞, ‖K‖∞))
-    eps : accuracy the polynomial method must reach, in (0, 1) (relative error of exp)
-    M : fast memory in words, integer >= 1
+    eps : accuracy every method must reach, in (0, 1) (relative error of the softmax weights;
+        for the polynomial method, that of exp)
+    M : fast memory in words of ``dtype``, integer >= 1
     flops_per_word : machine balance (default 64), > 0
     slow_memory : slow-memory capacity in words (default 2³³), integer >= 1
+    dtype : "bfloat16", "float32" or "float64" (default), the precision of every method
 
     Returns
     -------
@@ -280,7 +331,7 @@ def advise(
     ------
     AttnInputError
         if an argument is of the wrong type or range, a cost overflows a float, or no method
-        is feasible.
+        is feasible (in particular, if no method reaches ``eps`` in ``dtype``).
 
     Examples
     --------
@@ -289,33 +340,43 @@ def advise(
     >>> a = advise(2**20, 32, 0.05, 1e-3, 2**16)
     >>> a.method, a.degree, a.rank
     ('polynomial', 1, 33)
+    >>> advise(2**20, 32, 0.05, 5e-2, 2**16, dtype="bfloat16").method
+    'polynomial'
+    >>> advise(2**20, 32, 0.05, 1e-3, 2**16, dtype="bfloat16")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnlib._checks.error.AttnInputError: eps=0.001: no method reaches it in bfloat16 ...
     """
     n, d, M = check_int("n", n), check_int("d", d), check_int("M", M)
     B, eps = check_positive_real("B", B), check_open_unit("eps", eps)
     balance = check_positive_real("flops_per_word", flops_per_word)
     slow_memory = check_int("slow_memory", slow_memory)
+    dtype = check_choice("dtype", dtype, tuple(UNIT_ROUNDOFF))
     R = B * B
     if not math.isfinite(R):
         raise AttnInputError(f"B must be at most 1.34e+154 (so that R = B² is finite), got {B!r}")
     # B² below the smallest float: a logit range of (about) 0, where degree 0 suffices
     R = max(R, math.ulp(0.0))
-    return _advise(n, d, B, eps, M, balance, slow_memory, R)
+    return _advise(n, d, B, eps, M, balance, slow_memory, R, dtype)
 
 
-def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
+def _advise(n, d, B, eps, M, balance, slow_memory, R, dtype) -> Advice:
     costs = []
+    unreached = _exact_reaches(eps, dtype)
     for method in ("standard", "flash", "smallcache"):
         flops = method_flops(method, n, d)  # refuses an n or d beyond the float cost model
         slow = {"standard": 3.0 * n * n, "flash": 0.0, "smallcache": 2.0 * n * n}[method]
         words, note = _counted(method, n, d, M)
-        feasible = words is not None and slow <= slow_memory
-        if words is not None and not feasible:
+        feasible = words is not None and slow <= slow_memory and not unreached
+        if words is not None and slow > slow_memory:
             note = f"needs {slow:.2e} words of slow memory > {_words(slow_memory)}"
+        if unreached:
+            note = unreached
         cost = flops + balance * words if feasible else math.inf
         io_words = math.nan if words is None else words
         costs.append(MethodCost(method, flops, io_words, slow, cost, feasible, note))
 
-    g, note = _degree(R, eps)
+    g, note = _degree(R, eps, dtype)
     r = None
     nan = math.nan
     if g is None:
@@ -353,6 +414,12 @@ def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
                 f"({c.flops:.3g} flops + flops_per_word × {c.io:.3g} words) overflows a float"
             )
     feasible = [c for c in costs if c.feasible]
+    if unreached and g is None:
+        raise AttnInputError(
+            f"eps={eps:g}: no method reaches it in {dtype} (u = {UNIT_ROUNDOFF[dtype]:.1e}): "
+            f"the exact methods' results are rounded to u, and {note}; ask for eps >= "
+            f"{pm.FLOOR_FACTOR * UNIT_ROUNDOFF[dtype]:.2g} or compute in a wider dtype"
+        )
     if not feasible:
         raise AttnInputError(
             f"no method is feasible at n={n}, d={d}, M={M} with slow_memory={slow_memory}: "
@@ -368,7 +435,9 @@ def _advise(n, d, B, eps, M, balance, slow_memory, R) -> Advice:
         )
     else:
         reason = "the only feasible method"
-    return Advice(best.method, n, d, B, eps, M, balance, slow_memory, R, g, r, tuple(costs), reason)
+    return Advice(
+        best.method, n, d, B, eps, M, balance, slow_memory, R, g, r, tuple(costs), reason, dtype
+    )
 
 
 def entry_bound(Q, K, *, scale=None) -> float:

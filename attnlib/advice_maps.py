@@ -43,23 +43,23 @@ _MAX_N = 2**62
 
 
 def _check_machine(machine: dict) -> None:
-    """The keywords passed on to :func:`advise` as the machine: only its two keywords."""
-    unknown = sorted(set(machine) - {"flops_per_word", "slow_memory"})
+    """The keywords passed on to :func:`advise` as the machine: only its three keywords."""
+    unknown = sorted(set(machine) - {"flops_per_word", "slow_memory", "dtype"})
     if unknown:
         raise AttnInputError(
-            f"{unknown[0]} is not a machine keyword: pass flops_per_word and slow_memory (or "
-            "M as its own argument), as attnlib.machines.machine returns them"
+            f"{unknown[0]} is not a machine keyword: pass flops_per_word, slow_memory and dtype "
+            "(and M as its own argument), as attnlib.machines.machine returns them"
         )
 
 
 def decision_map(ns, Bs, *, d, eps, M, **machine) -> np.ndarray:
     """The recommended method over a grid: an integer array (len(Bs), len(ns)) of indices
     into :data:`METHODS` (row i is B = Bs[i], column j is n = ns[j]). ``machine`` passes
-    ``flops_per_word`` and ``slow_memory`` to :func:`advise`.
+    ``flops_per_word``, ``slow_memory`` and ``dtype`` to :func:`advise`.
 
     Raises :class:`attnlib.AttnInputError` if ``ns`` is not a non-empty sequence of positive
     integers, ``Bs`` not one of positive numbers, ``machine`` holds a keyword other than
-    ``flops_per_word`` and ``slow_memory``, or :func:`advise` refuses a point.
+    ``flops_per_word``, ``slow_memory`` and ``dtype``, or :func:`advise` refuses a point.
 
     Examples
     --------
@@ -92,8 +92,8 @@ def method_boundaries(d, B, eps, M, *, n_lo: int = 16, n_hi: int = 2**26, **mach
     for the cost model's smooth formulas.)
 
     Raises :class:`attnlib.AttnInputError` if ``n_lo`` or ``n_hi`` is not an integer from 1 to
-    2⁶², ``n_hi`` ≤ ``n_lo``, ``machine`` holds a keyword other than ``flops_per_word`` and
-    ``slow_memory``, or :func:`advise` refuses the arguments.
+    2⁶², ``n_hi`` ≤ ``n_lo``, ``machine`` holds a keyword other than ``flops_per_word``,
+    ``slow_memory`` and ``dtype``, or :func:`advise` refuses the arguments.
     """
     # n on a float geometric grid: both ends must be floats, and sequence lengths fit in int64
     n_lo = check_int("n_lo", n_lo, maximum=_MAX_N)

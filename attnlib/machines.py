@@ -6,10 +6,12 @@ from; :func:`machine_balance` is its peak over its bandwidth in words. The three
 (:data:`GPUS`) and the measured CPU (:func:`measure_cpu`) feed the roofline and the L2 model
 of :mod:`attnlib.iomodel.roofline` and :mod:`attnlib.iomodel.hierarchy`.
 
-A :class:`CpuCore` is one CPU core as the cost model of :mod:`attnlib.advice` sees it.
-:func:`machine` turns a GPU preset (one SM of it) or a core into the three numbers
-:func:`attnlib.advice.advise` and the maps of :mod:`attnlib.advice_maps` take: the fast memory
-``M`` in words, the balance ``flops_per_word`` and the ``slow_memory`` in words.
+A :class:`CpuCore` is one CPU core as the cost model of :mod:`attnlib.advice` sees it;
+:func:`book_cpu_core` builds the core of the machine the book's benchmark ran on from its
+committed results. :func:`machine` turns a GPU preset (one SM of it) or a core into the
+machine keywords :func:`attnlib.advice.advise` and the maps of :mod:`attnlib.advice_maps`
+take: the fast memory ``M`` in words, the balance ``flops_per_word``, the ``slow_memory`` in
+words and the ``dtype`` they are counted in.
 
 Dtypes are named as numpy names them: ``"bfloat16"``, ``"float32"``, ``"float64"``.
 """
@@ -20,6 +22,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from . import results
 from ._checks import AttnInputError, check_bool, check_choice, check_int, check_positive_real
 from .measure import machine_rates
 
@@ -34,9 +37,9 @@ __all__ = [
     "measure_cpu",
     "machine_balance",
     "CpuCore",
-    "BOOK_CPU_CORE",
+    "book_cpu_core",
     "machine",
-    "BOOK_MACHINES",
+    "book_machines",
 ]
 
 #: Bytes per word of each dtype the presets know.
@@ -267,19 +270,38 @@ class CpuCore:
         object.__setattr__(self, "memory_bytes", check_int("memory_bytes", self.memory_bytes))
 
 
-#: One core of the CPU this book was built on: its per-core L2 cache, and a round balance near
-#: the single-threaded float64 balance measured there (a matrix product against a memory copy,
-#: :func:`attnlib.measure.machine_rates`; Chapter 9 prints the committed measurement next to
-#: it), fixed so that every copy of the book draws the same maps. Main memory is taken as the
-#: default slow memory of :func:`attnlib.advice.advise`. The reader's own machine is measured
-#: by :func:`measure_cpu`.
-BOOK_CPU_CORE = CpuCore(
-    name="one core of the CPU this book was built on",
-    cache_bytes=2 * _MIB,
-    flops_per_word=32.0,
-    memory_bytes=64 * _GIB,
-    source="the book's build machine",
-)
+def book_cpu_core(*, start=None) -> CpuCore:
+    """One core of the machine the book's benchmark ran on, read from its committed results
+    (``chapters_machine.csv``, the ``rates`` experiment of ``make bench-chapters``): the core's
+    L2 cache, its single-threaded float64 balance (a matrix product's flops per second over a
+    memory copy's words per second, :func:`attnlib.measure.machine_rates`) and the machine's
+    main memory. ``start`` is where to look for ``benchmarks/results``, as in
+    :func:`attnlib.results.read_committed` (default: the working directory and above).
+
+    The balance varies from run to run with the machine's load, so every copy of the book
+    draws its CPU map from these committed numbers; a reader's own machine is measured by
+    :func:`measure_cpu` or :func:`attnlib.measure.machine_rates`.
+
+    Raises AttnInputError if the committed results are not found or lack the rates.
+    """
+    rows = results.read_committed("chapters_machine.csv", start=start)
+    info = {r["key"]: r["value"] for r in rows}
+    keys = ("rates_flops_per_s", "rates_words_per_s", "rates_l2_bytes", "rates_memory_bytes")
+    missing = [k for k in keys if k not in info]
+    threads = info.get("rates_blas_threads")
+    if missing or threads != "1":
+        why = f"it lacks {', '.join(missing)}" if missing else f"it ran on {threads} BLAS threads"
+        raise AttnInputError(
+            f"start: chapters_machine.csv holds no one-thread rates run ({why}); "
+            "run `make bench-chapters`"
+        )
+    return CpuCore(
+        name="one core of the CPU this book was built on",
+        cache_bytes=int(info["rates_l2_bytes"]),
+        flops_per_word=float(info["rates_flops_per_s"]) / float(info["rates_words_per_s"]),
+        memory_bytes=int(info["rates_memory_bytes"]),
+        source=f"benchmarks/results/chapters_machine.csv (rates, {info.get('rates_date', '?')})",
+    )
 
 
 def machine(device, dtype: str) -> dict:
@@ -289,6 +311,8 @@ def machine(device, dtype: str) -> dict:
     plus registers in words of ``dtype`` (:meth:`Device.onchip_words`), ``flops_per_word`` =
     :func:`machine_balance` and ``slow_memory`` = its ``memory_bytes`` in words. For a
     :class:`CpuCore` (only ``"float64"``): its cache, balance and memory in float64 words.
+    ``dtype`` is passed on too, so that :func:`attnlib.advice.advise` prices and judges every
+    method in the precision the machine's numbers are counted in.
 
     Raises
     ------
@@ -299,11 +323,11 @@ def machine(device, dtype: str) -> dict:
 
     Examples
     --------
-    >>> h100 = machine(H100_SXM5, "bfloat16")
-    >>> h100["M"], round(h100["flops_per_word"], 1), h100["slow_memory"]
-    (247808, 590.7, 42949672960)
-    >>> machine(BOOK_CPU_CORE, "float64")
-    {'M': 262144, 'flops_per_word': 32.0, 'slow_memory': 8589934592}
+    >>> h100 = machine(H100_SXM5, "float32")
+    >>> h100["M"], round(h100["flops_per_word"], 1), h100["slow_memory"], h100["dtype"]
+    (123904, 79.9, 21474836480, 'float32')
+    >>> machine(CpuCore("core", 2**20, 16.0, 2**34), "float64")
+    {'M': 131072, 'flops_per_word': 16.0, 'slow_memory': 2147483648, 'dtype': 'float64'}
     """
     check_choice("dtype", dtype, tuple(WORD_BYTES))
     word = WORD_BYTES[dtype]
@@ -320,6 +344,7 @@ def machine(device, dtype: str) -> dict:
         "M": M,
         "flops_per_word": balance,
         "slow_memory": _words(device, "memory_bytes", word, dtype),
+        "dtype": dtype,
     }
 
 
@@ -331,8 +356,15 @@ def _words(device, field: str, word: int, dtype: str) -> int:
     return words
 
 
-#: The two machines of Chapter 9's maps, by the names its figures print.
-BOOK_MACHINES = {
-    "H100 SM, bfloat16": machine(H100_SXM5, "bfloat16"),
-    "CPU core, float64": machine(BOOK_CPU_CORE, "float64"),
-}
+def book_machines(*, start=None) -> dict:
+    """The two machines of Chapter 9's maps, by the names its figures print: one H100 SXM5 SM
+    in float32 (the cheapest of its precisions in which every method reaches ε = 10⁻³; in
+    bfloat16 none does) and one core of the benchmark's CPU in float64
+    (:func:`book_cpu_core`, ``start`` as there).
+
+    Raises AttnInputError as :func:`book_cpu_core`.
+    """
+    return {
+        "H100 SM, float32": machine(H100_SXM5, "float32"),
+        "CPU core, float64": machine(book_cpu_core(start=start), "float64"),
+    }

@@ -24,11 +24,13 @@ The experiments, each the one its chapter runs live (same calls, same inputs, sa
   n = 64 ... 2048, 4096 and 16384 respectively;
 - ``ov`` (Chapter 8): :func:`attnlib.hardness.brute_force_ov` on random NO instances with
   m = 128, n = 1024 ... 8192;
-- ``attention-step`` (Chapter 9): :func:`attnlib.forward_backward`, ``kernels="standard"``
-  (rows labelled ``exact``) against ``kernels="polynomial"`` (eps = 1e-3) at d = 32, at points
-  on both sides of the cost model's boundary;
+- ``attention-step`` (Chapter 9): :func:`attnlib.forward_backward` by the three algorithms a
+  CPU runs, ``kernels="standard"`` (rows labelled ``exact``), ``"flash"`` and ``"polynomial"``
+  (eps = 1e-3), float64, d = 32, at the points where Chapter 9 validates its CPU map;
 - ``rates`` (Chapter 9): :func:`attnlib.measure.machine_rates`, one core's float64 matmul rate
-  and copy bandwidth, whose ratio is the machine balance of the CPU map.
+  and copy bandwidth, whose ratio is the machine balance of the CPU map, with that core's L2
+  cache and the main memory (``sysconf``), the map's fast and slow memory
+  (:func:`attnlib.machines.book_cpu_core` reads all three).
 
 Every timing is a round-robin on the CPU clock (the process's CPU time), as
 :func:`attnlib.measure.round_robin_times` times the chapters' live cells: a first, untimed call of
@@ -220,8 +222,11 @@ def worker_attention_step(opts) -> None:
 
     step = {
         "exact": functools.partial(al.forward_backward, kernels="standard"),
+        "flash": functools.partial(al.forward_backward, kernels="flash"),
         "polynomial": functools.partial(al.forward_backward, kernels="polynomial", eps=STEP_EPS),
     }
+    warm = np.ones((64, STEP_D))
+    step["flash"](warm, warm, warm, warm)  # compiled (or loaded) outside the timing
     rng = np.random.default_rng(8)  # the inputs of Chapter 9, drawn in its order
     calls, shapes = {}, {}
     for n, B in opts["points"]:
@@ -230,19 +235,39 @@ def worker_attention_step(opts) -> None:
         V, dO = rng.normal(size=(n, STEP_D)), rng.normal(size=(n, STEP_D))
         rank = pm.approx_plan(Q, K, eps=STEP_EPS).rank
         base = {"dtype": "float64", "n": n, "d": STEP_D, "B": B}
-        calls["exact", n, B] = (step["exact"], (Q, K, V, dO))
-        shapes["exact", n, B] = {"method": "exact", **base}
-        calls["polynomial", n, B] = (step["polynomial"], (Q, K, V, dO))
-        shapes["polynomial", n, B] = {"method": "polynomial", **base, "eps": STEP_EPS}
-        shapes["polynomial", n, B]["rank"] = rank
+        for method, fn in step.items():
+            calls[method, n, B] = (fn, (Q, K, V, dO))
+            shapes[method, n, B] = {"method": method, **base}
+        shapes["polynomial", n, B].update(eps=STEP_EPS, rank=rank)
     time_and_emit("attention-step", calls, shapes, opts["rounds"])
+
+
+def _l2_bytes() -> int:
+    """The L2 cache of the core this process runs on (Linux's sysfs), in bytes."""
+    units = {"K": 2**10, "M": 2**20}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        if (index / "level").read_text().strip() == "2":
+            size = (index / "size").read_text().strip()
+            return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    raise SystemExit("benchmarks.chapters: this machine reports no L2 cache in sysfs")
 
 
 def worker_rates(opts) -> None:
     from attnlib import measure
 
     flops_s, words_s = measure.machine_rates()
-    emit({"kind": "rates", "flops_per_s": flops_s, "words_per_s": words_s})
+    # the rest of the CPU map's machine: one core's L2 (the fast memory) and the main memory
+    l2 = _l2_bytes()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    emit(
+        {
+            "kind": "rates",
+            "flops_per_s": flops_s,
+            "words_per_s": words_s,
+            "l2_bytes": l2,
+            "memory_bytes": memory,
+        }
+    )
 
 
 WORKERS = {
@@ -318,6 +343,8 @@ def run_experiment(experiment: str, args, info: dict) -> list[dict]:
             info["rates_flops_per_s"] = f"{r['flops_per_s']:.4g}"
             info["rates_words_per_s"] = f"{r['words_per_s']:.4g}"
             info["rates_flops_per_word"] = f"{r['flops_per_s'] / r['words_per_s']:.3g}"
+            info["rates_l2_bytes"] = str(r["l2_bytes"])
+            info["rates_memory_bytes"] = str(r["memory_bytes"])
         else:
             rows.append(r)
             print(

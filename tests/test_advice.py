@@ -161,3 +161,65 @@ def test_numbers_the_model_cannot_give_are_nan_not_zero():
 def test_an_entry_bound_beyond_the_float_range_is_refused():
     with pytest.raises(AttnInputError, match="entry bound .* overflows a float"):
         entry_bound(np.ones((2, 4)), np.ones((3, 4)), scale=1e308)
+
+
+# ---- one precision: every method priced and judged in the machine's dtype ----
+
+
+def test_bfloat16_reaches_eps_1e3_with_no_method_and_is_refused():
+    """bfloat16's unit roundoff is 2⁻⁸: the exact methods' results carry 3.9e-3 and the
+    polynomial's floor u·e^{2R} is higher still, so ε = 10⁻³ is out of reach at every B. The
+    H100 SM's bfloat16 machine used to be judged by the float64 floor and picked the
+    polynomial method here."""
+    from attnlib.machines import H100_SXM5, machine
+
+    h100 = machine(H100_SXM5, "bfloat16")
+    for B in (1e-6, 0.05, 0.1, 0.3, 1.0):
+        with pytest.raises(AttnInputError, match="eps=0.001: no method reaches it in bfloat16"):
+            advise(2**20, 32, B, 1e-3, **h100)
+    # the same point priced in float32, where ε = 10⁻³ is within reach of every method
+    a = advise(2**20, 32, 0.05, 1e-3, **machine(H100_SXM5, "float32"))
+    assert a.method == "polynomial" and a.dtype == "float32"
+    assert all(c.feasible for c in a.costs if c.method in ("flash", "polynomial"))
+
+
+def test_a_dtype_limits_every_method_to_the_eps_it_can_reach():
+    # bfloat16 at ε = 0.05 ≥ 10u: the exact methods reach it; the polynomial only while
+    # 10·u·e^{2R} ≤ ε, that is R ≤ ln(0.05·2⁸/10)/2 ≈ 0.12
+    low = advise(2**20, 32, 0.3, 0.05, 2**16, dtype="bfloat16")  # R = 0.09
+    high = advise(2**20, 32, 0.4, 0.05, 2**16, dtype="bfloat16")  # R = 0.16
+    assert low.cost_of("polynomial").feasible and low.method == "polynomial"
+    assert not high.cost_of("polynomial").feasible and high.degree is None
+    assert "no polynomial in bfloat16" in high.cost_of("polynomial").note
+    assert high.method == "flash"
+    # in float64 the same R = 0.16 has a polynomial
+    assert advise(2**20, 32, 0.4, 0.05, 2**16).cost_of("polynomial").feasible
+    # float32 (u = 2⁻²⁴): the exact methods stop at 10u ≈ 6e-7, the polynomial above it
+    f32 = advise(4096, 64, 1.0, 1e-6, 2**16, dtype="float32")
+    assert f32.method == "flash" and not f32.cost_of("polynomial").feasible
+    with pytest.raises(AttnInputError, match="no method reaches it in float32"):
+        advise(4096, 64, 1.0, 1e-7, 2**16, dtype="float32")
+    assert advise(4096, 64, 1.0, 1e-7, 2**16).method == "flash"  # float64 reaches it
+
+
+def test_the_winner_always_reaches_eps_in_its_dtype():
+    """Over a grid of precisions, accuracies and entry bounds: whatever advise recommends has
+    a rounding floor 10 times below ε in the dtype it was priced in, or advise refuses."""
+    from attnlib.advice import UNIT_ROUNDOFF
+
+    for dtype, u in UNIT_ROUNDOFF.items():
+        for eps in (1e-1, 5e-2, 1e-2, 1e-3, 1e-6, 1e-9):
+            for B in (0.01, 0.1, 0.3, 1.0, 2.0):
+                try:
+                    a = advise(2**16, 32, B, eps, 2**16, dtype=dtype)
+                except AttnInputError as exc:
+                    assert "no method reaches it" in str(exc) and 10 * u > eps
+                    continue
+                floor = u * math.exp(2 * B * B) if a.method == "polynomial" else u
+                assert 10 * floor <= eps, (dtype, eps, B, a.method)
+                assert a.dtype == dtype and dtype in str(a)
+
+
+def test_dtype_is_refused_unless_a_known_precision():
+    with pytest.raises(AttnInputError, match="dtype must be one of"):
+        advise(64, 32, 1.0, 1e-3, 4096, dtype="float16")

@@ -655,7 +655,7 @@ table.raises(
 table.raises(
     "machines.machine",
     "cpu-float32",
-    lambda: mc.machine(mc.BOOK_CPU_CORE, "float32"),
+    lambda: mc.machine(mc.CpuCore("x", 2**20, 16.0, 2**30), "float32"),
     word("dtype"),
 )
 table.raises(
@@ -678,8 +678,13 @@ table.raises(
     "machines.CpuCore", "source=1", lambda: mc.CpuCore("x", 1, 1.0, 1, source=1), word("source")
 )
 table.valid(
-    "machines.CpuCore", "book", lambda: mc.BOOK_CPU_CORE.cache_bytes, lambda b: b == 2 * 2**20
+    "machines.book_cpu_core",
+    "committed",
+    lambda: mc.book_cpu_core().cache_bytes,
+    lambda b: b >= 2**16 and b & (b - 1) == 0,
 )
+table.raises("machines.book_cpu_core", "start=3", lambda: mc.book_cpu_core(start=3), word("start"))
+table.raises("machines.book_machines", "start=3", lambda: mc.book_machines(start=3), word("start"))
 
 # ---- the roofline and the three-level machine ----
 

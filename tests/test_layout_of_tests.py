@@ -41,6 +41,8 @@ CROSS_CUTTING = {
     "test_readme.py": "README's module map against the source tree",
     "test_browser_check.py": "the CI browser check of the built book (.ci/browser_check)",
     "test_layout_of_tests.py": "this file: the test files against the modules",
+    "test_benchmarks_chapters.py": "benchmarks/chapters.py, outside attnlib: the timings the "
+    "chapters assert their statements about speed against",
 }
 
 #: Files named like this belong to the bad-input tables (split by subpackage), whatever follows.

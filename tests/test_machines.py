@@ -11,6 +11,7 @@ from attnlib import AttnInputError
 from attnlib import machines as mc
 from attnlib.advice import advise
 from attnlib.advice_maps import decision_map
+from attnlib.results import read_committed
 
 
 def _device(**fields):
@@ -123,19 +124,64 @@ def test_machine_of_a_gpu_preset_is_one_sm_its_balance_and_its_memory():
     assert h100["slow_memory"] == 80 * 2**30 // 2
 
 
-def test_machine_of_the_book_cpu_core_is_its_l2_and_balance():
-    kw = mc.machine(mc.BOOK_CPU_CORE, "float64")
-    assert kw == {"M": 2 * 2**20 // 8, "flops_per_word": 32.0, "slow_memory": 2**33}
+def _committed_folder(tmp_path, **rates):
+    """A benchmarks/results folder holding the committed schema and a chapters_machine.csv of
+    ``rates`` (keys without the ``rates_`` prefix)."""
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    real = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "schema.json"
+    (folder / "schema.json").write_text(real.read_text())
+    lines = ["key,value"] + [f"rates_{k},{v}" for k, v in rates.items()]
+    (folder / "chapters_machine.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_book_cpu_core_is_built_from_the_committed_rates(tmp_path):
+    start = _committed_folder(
+        tmp_path,
+        blas_threads=1,
+        flops_per_s="4e+10",
+        words_per_s="2.5e+09",
+        l2_bytes=2**20,
+        memory_bytes=3 * 2**33,
+        date="2026-01-01",
+    )
+    core = mc.book_cpu_core(start=start)
+    assert (core.cache_bytes, core.flops_per_word, core.memory_bytes) == (2**20, 16.0, 3 * 2**33)
+    kw = mc.machine(core, "float64")
+    assert kw == {"M": 2**17, "flops_per_word": 16.0, "slow_memory": 3 * 2**30, "dtype": "float64"}
     a = advise(4096, 64, 1.0, 1e-3, **kw)
-    assert a.M == kw["M"] and a.flops_per_word == 32.0 and a.slow_memory == 2**33
-    ns, Bs = [64, 2**20], [0.05, 2.0]
-    assert decision_map(ns, Bs, d=32, eps=1e-3, **kw).shape == (2, 2)
+    assert (a.M, a.flops_per_word, a.slow_memory, a.dtype) == (2**17, 16.0, 3 * 2**30, "float64")
+    assert decision_map([64, 2**20], [0.05, 2.0], d=32, eps=1e-3, **kw).shape == (2, 2)
+
+
+def test_book_cpu_core_refuses_results_without_a_one_thread_rates_run(tmp_path):
+    start = _committed_folder(tmp_path / "a", blas_threads=1, flops_per_s="4e+10")
+    with pytest.raises(AttnInputError, match="no one-thread rates run"):
+        mc.book_cpu_core(start=start)
+    start = _committed_folder(
+        tmp_path / "b", blas_threads=2, flops_per_s=1, words_per_s=1, l2_bytes=8, memory_bytes=8
+    )
+    with pytest.raises(AttnInputError, match="no one-thread rates run"):
+        mc.book_cpu_core(start=start)
+    with pytest.raises(AttnInputError, match="start"):
+        mc.book_cpu_core(start=tmp_path / "a" / "nowhere")
+
+
+def test_the_committed_cpu_core_is_no_larger_than_its_machine():
+    """The map's slow memory is the benchmark machine's memory, not a default larger than it."""
+    core = mc.book_cpu_core()
+    rows = {r["key"]: r["value"] for r in read_committed("chapters_machine.csv")}
+    assert core.memory_bytes == int(rows["rates_memory_bytes"])
+    gib = float(rows["memory"].split()[0])  # the machine probe's "23.5 GiB"
+    assert abs(core.memory_bytes / 2**30 - gib) < 0.1
+    assert mc.machine(core, "float64")["slow_memory"] * 8 <= core.memory_bytes
 
 
 def test_book_machines_are_the_two_presets_by_their_printed_names():
-    assert mc.BOOK_MACHINES == {
-        "H100 SM, bfloat16": mc.machine(mc.H100_SXM5, "bfloat16"),
-        "CPU core, float64": mc.machine(mc.BOOK_CPU_CORE, "float64"),
+    assert mc.book_machines() == {
+        "H100 SM, float32": mc.machine(mc.H100_SXM5, "float32"),
+        "CPU core, float64": mc.machine(mc.book_cpu_core(), "float64"),
     }
 
 
@@ -145,7 +191,7 @@ def test_book_machines_are_the_two_presets_by_their_printed_names():
         (lambda: mc.machine("H100", "bfloat16"), "device"),
         (lambda: mc.machine(mc.H100_SXM5, "fp8"), "dtype"),
         (lambda: mc.machine(mc.H100_SXM5, "bf16"), "dtype"),
-        (lambda: mc.machine(mc.BOOK_CPU_CORE, "float32"), "dtype"),
+        (lambda: mc.machine(mc.CpuCore("x", 2**20, 16.0, 2**30), "float32"), "dtype"),
         (
             lambda: mc.machine(
                 mc.Device("x", 1e9, None, 1e9, smem_bytes=1, regs_bytes=1), "float32"

@@ -177,7 +177,7 @@ def method_costs_figure(advice, *, machine: str = ""):
     n_text = f"2^{int(math.log2(a.n))}" if a.n & (a.n - 1) == 0 else f"{a.n:,}"
     ax.set_title(
         f"{machine + ': ' if machine else ''}n = {n_text}, d = {a.d}, B = {a.B:g}, "
-        f"eps = {a.eps:g}: use {a.method}",
+        f"eps = {a.eps:g} in {a.dtype}: use {a.method}",
         fontsize=9,
     )
     add_takeaway(fig, f"Recommended: {a.method} ({a.reason}).")
@@ -187,17 +187,18 @@ def method_costs_figure(advice, *, machine: str = ""):
 def method_costs_at(log2_n: int, d: int, B: float, machine: str, eps_exp: int):
     """Chapter 9's live figure: :func:`method_costs_figure` of :func:`attnlib.advise` at
     n = 2**log2_n, head dimension d, entry bound B and eps = 10**-eps_exp on ``machine``, a
-    name of :data:`attnlib.machines.BOOK_MACHINES`.
+    name of :func:`attnlib.machines.book_machines`.
 
     Raises :class:`attnlib.AttnInputError` if ``machine`` is not such a name, ``log2_n`` not
     an integer from 1 to 62, ``eps_exp`` not one from 1 to 300, or :func:`attnlib.advise`
-    refuses d or B."""
+    refuses d or B (or eps in the machine's precision)."""
     from ..advice import advise
-    from ..machines import BOOK_MACHINES
+    from ..machines import book_machines
 
-    check_choice("machine", machine, tuple(BOOK_MACHINES))
+    machines = book_machines()
+    check_choice("machine", machine, tuple(machines))
     log2_n = check_int("log2_n", log2_n, maximum=62)
     eps_exp = check_int("eps_exp", eps_exp, maximum=300)  # eps = 10^-eps_exp, a positive float
     return method_costs_figure(
-        advise(2**log2_n, d, B, 10.0**-eps_exp, **BOOK_MACHINES[machine]), machine=machine
+        advise(2**log2_n, d, B, 10.0**-eps_exp, **machines[machine]), machine=machine
     )
