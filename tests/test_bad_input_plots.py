@@ -345,6 +345,13 @@ for name, what, args, kwargs, arg in [
     ("bound_ratio_figure", "ratios-short", (TWO, {"flash": [1.0]}), dict(n=8, d=2), "ratios"),
     ("degree_error_figure", "R_values-inf", ([1.0, np.inf], [2, 3], TWO, TWO), {}, "R_values"),
     ("depth_error_figure", "errors-empty", ({},), {}, "errors"),
+    (
+        "depth_error_figure",
+        "extra-unknown-stack",
+        ({("a", 1e-2): [1.0, 2.0, 3.0]},),
+        dict(extra={("b", "bound"): [1.0, 2.0, 3.0]}),
+        "extra",
+    ),
     ("derivative_figure", "lams-nan", (NAN2, TWO), {}, "lams"),
     ("entry_bound_figure", "B_heads-empty", ({}, TWO), {}, "B_heads"),
     ("entry_sizes_figure", "log_n-nan", (NAN2, TWO, TWO, TWO, TWO), {}, "log_n"),
@@ -371,7 +378,7 @@ for name, what, args, kwargs, arg in [
     ("ov_margins_figure", "ns-nan", (NAN2, TWO, TWO), {}, "ns"),
     ("partition_figure", "G=None", (None, [], 4), {}, "G"),
     ("polynomial_accuracy_figure", "ranges-empty", ({}, {}, {}), {}, "ranges"),
-    ("rank_exponent_figure", "log2_ns-nan", (NAN2, TWO), {}, "log2_ns"),
+    ("threshold_collapse_figure", "sweep=None", (None, None), {}, "sweep"),
     (
         "recompute_crossover_figure",
         "Ms-nan",

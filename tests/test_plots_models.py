@@ -43,6 +43,17 @@ def test_depth_figure_names_each_curves_growth():
     assert any("geometric" in label for label in labels) and len(fig.axes) == 2
 
 
+def test_depth_figure_draws_the_extra_curves_with_their_labels():
+    extra = {("a", "bound (cor-09-depth)"): [1e-4, 1e-3, 1e-2], ("b", "stress test"): [1, 3, 9]}
+    fig = plots.depth_error_figure(DEPTH, extra=extra)
+    labels = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes[:2]]
+    assert "bound (cor-09-depth)" in labels[0] and "stress test" in labels[1]
+    assert "stress test" not in labels[0]
+    bounded = plots.depth_error_figure(DEPTH, bounds={("a", 1e-2): [2e-5, 4e-5, 8e-5]})
+    lines = bounded.axes[0].get_lines()
+    assert any(list(line.get_ydata()) == [2e-5, 4e-5, 8e-5] for line in lines)
+
+
 @pytest.mark.parametrize(
     "call, match",
     [
@@ -69,6 +80,11 @@ def test_depth_figure_names_each_curves_growth():
         (lambda: plots.polynomial_accuracy_figure(ACC_R, ACC_F, "x"), "gradient"),
         (lambda: plots.depth_error_figure({"a": [1, 2, 3]}), "errors"),
         (lambda: plots.depth_error_figure({("a", 1e-2): ["x", 1, 2]}), "errors"),
+        (lambda: plots.depth_error_figure(DEPTH, extra={("c", "bound"): [1, 2, 3]}), "extra"),
+        (lambda: plots.depth_error_figure(DEPTH, extra={("a", 1e-2): [1, 2, 3]}), "extra"),
+        (lambda: plots.depth_error_figure(DEPTH, extra={("a", "bound"): [1, 0, 3]}), "extra"),
+        (lambda: plots.depth_error_figure(DEPTH, bounds={("c", 1e-2): [1, 2, 3]}), "bounds"),
+        (lambda: plots.depth_error_figure(DEPTH, bounds={("a", 1e-2): [1, 2]}), "bounds"),
     ],
 )
 def test_builders_refuse_bad_input(call, match):

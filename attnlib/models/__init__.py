@@ -7,13 +7,17 @@
 * :mod:`attnlib.models.stack`: a stack of L BERT layers with a hand-written backward pass that
   runs every head through a kernel;
 * :mod:`attnlib.models.depth`: the error of an approximate gradient through the stack, and
-  how it grows with depth;
-* :mod:`attnlib.models.quantize`: int8 rounding of a head's Q and K.
+  how it grows with depth; :mod:`attnlib.models.composition`: the bound on that error from
+  per-layer Lipschitz constants and local errors;
+* :mod:`attnlib.models.quantize`: int8 rounding of a head's Q and K;
+* :mod:`attnlib.models.smollm`: SmolLM2-135M-Instruct, a Llama-architecture decoder, read from
+  its GGUF file by :mod:`attnlib.models.gguf`.
 
 The names a chapter or a reader's experiment uses are importable from this package too.
 Importing it loads no weights; :func:`load_minilm` does, once per process.
 """
 
+from .composition import DepthBound, depth_error_bound, layer_lipschitz
 from .corpus import corpus_chunks, load_corpus
 from .depth import GradientError, Growth, classify_growth, exact_reference, gradient_errors
 from .kernels import (
@@ -51,6 +55,10 @@ __all__ = [
     "gradient_errors",
     "Growth",
     "classify_growth",
+    # composition
+    "DepthBound",
+    "layer_lipschitz",
+    "depth_error_bound",
     # quantize
     "int8_round",
 ]

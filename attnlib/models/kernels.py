@@ -299,7 +299,8 @@ def observed_range_kernel(
     R = max|τQKᵀ| (the largest logit of the call, rounded up to 2^(k/per_octave)) instead of
     the Cauchy–Schwarz bound, so the interval [−R, R] just covers the logits and the
     polynomial's error at its ends is spent on real scores. It makes each layer's error as
-    large as the polynomial allows (the evidence chapter's run at the edge). Costs O(n m d)
+    large as the polynomial allows (the evidence chapter's stress test, which uses a degree
+    too low for any ε < 1, so that its weights can be negative). Costs O(n m d)
     per call for the range. Forward and backward are the equations of
     :func:`dense_polynomial_kernel`. The returned kernel's ``ranges`` maps each R used to its
     polynomial.

@@ -271,16 +271,22 @@ def polynomial_accuracy_figure(ranges, forward, gradient):
     return fig
 
 
-def depth_error_figure(errors):
+def depth_error_figure(errors, extra=None, *, bounds=None):
     """Relative gradient error after k layers of back-propagation, one panel per stack.
 
     ``errors`` maps (stack name, ε) to the error curve e_1, …, e_L (see
     :func:`attnlib.models.gradient_errors`, field ``through``); the legend names each curve's
     growth class (:func:`attnlib.models.classify_growth`), dotted lines mark ε (Chapter 9).
-    Returns the Figure.
+    ``extra`` (optional) maps (stack name, legend label) to further curves of positive
+    numbers, drawn in grey in that stack's panel, solid and dashed in turn: a stress test that
+    is not the method at an ε, and its bound. ``bounds`` (optional) maps some keys of
+    ``errors`` to a bound on that curve, drawn dashed in the curve's colour. Returns the Figure.
 
     Raises :class:`attnlib.AttnInputError` unless ``errors`` is a non-empty dict keyed by
-    (name, ε) pairs with curves of at least 3 positive numbers.
+    (name, ε) pairs with curves of at least 3 positive numbers, and ``extra`` is None or a
+    dict keyed by (name, label) pairs of strings, each name a stack of ``errors``, with curves
+    of at least 3 positive numbers, and ``bounds`` is None or a dict whose keys are keys of
+    ``errors``, each with a curve of positive numbers as long as that key's errors.
     """
     from ..models.depth import classify_growth
 
@@ -295,10 +301,26 @@ def depth_error_figure(errors):
     for _, eps in errors:
         check_open_unit("errors' key eps", eps)
     names = list(dict.fromkeys(name for name, _ in errors))
-    colors = _colors()
-    fig, axes = plt.subplots(
-        1, len(names), figsize=(4.8 * len(names), 3.8), sharey=True, squeeze=False
+    extra = _extra_curves(extra, names)
+    bounds = (
+        {}
+        if bounds is None
+        else as_dict(
+            "bounds",
+            bounds,
+            of="(stack name, eps) -> bound curve",
+            check_value=lambda label, e: as_series(label, e, min_size=3, positive=True),
+        )
     )
+    for key, b in bounds.items():
+        if key not in errors or b.size != errors[key].size:
+            raise AttnInputError(
+                "bounds must be keyed by keys of errors, each as long as its errors; "
+                f"{key!r} is not"
+            )
+    colors = _colors()
+    width = 4.8 * len(names) + (3.6 * len(names) if extra or bounds else 0)
+    fig, axes = plt.subplots(1, len(names), figsize=(width, 3.8), sharey=True, squeeze=False)
     ratios = []
     for ax, name in zip(axes[0], names, strict=True):
         for k, eps in enumerate(e for nm, e in errors if nm == name):
@@ -313,9 +335,21 @@ def depth_error_figure(errors):
                 label=rf"$\varepsilon = {eps:g}$ ({growth.kind})",
             )
             ax.axhline(eps, color=colors[k], ls=":", lw=1)
+            if (name, eps) in bounds:
+                b = bounds[name, eps]
+                ax.semilogy(np.arange(1, b.size + 1), b, "--", color=colors[k], lw=1.2)
+        if any(nm == name for nm, _ in bounds):
+            ax.plot([], [], "k--", lw=1.2, label="dashed: the bound on the curve of its colour")
+        mine = [(label, e) for (nm, label), e in extra.items() if nm == name]
+        for j, (label, e) in enumerate(mine):
+            style = "x-" if j % 2 == 0 else "x--"  # alternating, so that a pair reads apart
+            ax.semilogy(np.arange(1, e.size + 1), e, style, color="0.45", lw=1.2, label=label)
         ax.set_xlabel("layers back-propagated through, k")
         ax.set_title(name)
-        ax.legend(fontsize=8)
+        if extra or bounds:  # more curves: the legend goes beside the panel, not over it
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        else:
+            ax.legend(fontsize=8)
     axes[0, 0].set_ylabel("relative gradient error")
     fig.suptitle("Gradient error against depth, with ε (dotted) for scale")
     add_takeaway(
@@ -323,3 +357,21 @@ def depth_error_figure(errors):
         f"After the last layer the error is at most {max(ratios):.1f} × its value after one layer.",
     )
     return fig
+
+
+def _extra_curves(extra, names) -> dict:
+    """:func:`depth_error_figure`'s ``extra``, validated: {} for None."""
+    if extra is None:
+        return {}
+    extra = as_dict(
+        "extra",
+        extra,
+        of="(stack name, legend label) -> curve",
+        check_value=lambda label, e: as_series(label, e, min_size=3, positive=True),
+    )
+    for key in extra:
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, str) for x in key)):
+            raise AttnInputError(f"extra must be keyed by (stack name, label) strings, got {key!r}")
+        if key[0] not in names:
+            raise AttnInputError(f"extra names the stack {key[0]!r}, which errors does not have")
+    return extra
