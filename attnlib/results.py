@@ -187,7 +187,8 @@ def timing_series(
 def machine_summary(rows, experiment: str) -> str:
     """One line on where and how ``experiment`` of ``chapters_time.csv`` was measured, from
     the rows of ``chapters_machine.csv``: the CPU, its cores and widest vector instructions,
-    the BLAS kernel and the threads the experiment ran with, the command, date and load.
+    numpy's BLAS and its kernel (and the BLAS of attnlib's tiles, when the run recorded it),
+    the threads the experiment ran with, the command, date and load.
 
     Raises
     ------
@@ -202,10 +203,13 @@ def machine_summary(rows, experiment: str) -> str:
     if not isinstance(experiment, str) or f"{experiment}_command" not in info:
         raise AttnInputError(f"experiment: the rows describe no run of {experiment!r}")
     get = info.get
+    # attnlib's tiles call SciPy's BLAS, a build of its own: named when the run recorded it
+    tiles = get(f"{experiment}_tiles_blas_library", "not loaded")
+    tiles = "" if tiles == "not loaded" else f" and {tiles} for attnlib's tiles"
     return (
         f"{get('cpu', '?')} ({get('cpu_vector_isa', '?')}, {get('logical_cores', '?')} logical "
         f"cores), numpy {get('numpy', '?')} with {get(f'{experiment}_blas_library', '?')} "
-        f"({get(f'{experiment}_blas_kernel', '?')} kernels), "
+        f"({get(f'{experiment}_blas_kernel', '?')} kernels){tiles}, "
         f"{get(f'{experiment}_blas_threads', '?')} BLAS and "
         f"{get(f'{experiment}_numba_threads', '?')} numba thread(s); "
         f"`{get(f'{experiment}_command')}` on {get(f'{experiment}_date', '?')}, "

@@ -1,5 +1,6 @@
 """Probes of the machine the benchmark runs on: CPU, memory, library versions, numpy's BLAS
-(library, kernel, threads), and this process's resident memory (current and peak, Linux).
+and the BLAS of attnlib's tiles (library, kernel, threads), and this process's resident
+memory (current and peak, Linux).
 
 Used by the driver (:mod:`benchmarks.attention`, for ``machine.csv``) and the workers
 (:mod:`benchmarks.workers`).
@@ -12,19 +13,47 @@ import platform
 from pathlib import Path
 
 
+def _belongs_to(pool: dict, package: str) -> bool:
+    """Whether the library of a threadpoolctl ``pool`` was installed with ``package``: its file
+    lies in the package's folder or in the ``<package>.libs`` folder its wheel ships."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin or not pool.get("filepath"):
+        return False
+    root = Path(spec.origin).resolve().parent
+    path = Path(pool["filepath"]).resolve()
+    return any(path.is_relative_to(folder) for folder in (root, root.parent / f"{package}.libs"))
+
+
 def blas_info() -> dict:
-    """The first BLAS library loaded (numpy's): library, kernel (core type) and thread count,
-    by threadpoolctl (a dependency of attnlib)."""
+    """numpy's BLAS (library, kernel, thread count), and the BLAS that attnlib's compiled
+    kernels call for their tile products (SciPy's, when SciPy is loaded), by threadpoolctl.
+
+    numpy and SciPy wheels each ship their own OpenBLAS, and a process that imports attnlib
+    loads both: numpy's runs the exact core and numpy's matmul, SciPy's runs the tiles of
+    ``flash_*``. Which one threadpoolctl lists first depends on the order of loading, so each
+    is picked by the folder its file lies in, never by its position in the list."""
     from threadpoolctl import threadpool_info
 
-    info = {"blas_threads": "unknown", "blas_kernel": "unknown", "blas_library": "unknown"}
-    for pool in threadpool_info():
-        if pool.get("user_api") == "blas":
-            info["blas_threads"] = str(pool.get("num_threads"))
-            info["blas_kernel"] = str(pool.get("architecture"))
-            info["blas_library"] = f"{pool.get('internal_api')} {pool.get('version')}"
-            break
-    return info
+    pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+
+    def describe(pool, prefix):
+        if pool is None:
+            return {f"{prefix}_{k}": "not loaded" for k in ("threads", "kernel", "library")}
+        return {
+            f"{prefix}_threads": str(pool.get("num_threads")),
+            f"{prefix}_kernel": str(pool.get("architecture")),
+            f"{prefix}_library": f"{pool.get('internal_api')} {pool.get('version')}",
+        }
+
+    numpy_pool = next((p for p in pools if _belongs_to(p, "numpy")), pools[0] if pools else None)
+    tiles_pool = next((p for p in pools if _belongs_to(p, "scipy")), None)
+    return {
+        **describe(numpy_pool, "blas"),
+        **describe(tiles_pool, "tiles_blas"),
+        "blas_libraries_loaded": str(len(pools)),
+    }
 
 
 def machine_info() -> dict:

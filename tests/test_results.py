@@ -112,6 +112,11 @@ def test_the_machine_summary_names_the_machine_and_the_run(machine):
     for key in ("cpu", "cpu_vector_isa", "loss-grad_date", "loss-grad_blas_kernel"):
         assert info[key] in text
     assert "1 BLAS and 1 numba thread(s)" in text
+    # the BLAS of attnlib's tiles is named when the run recorded it, and only then
+    tiles = [*machine, {"key": "loss-grad_tiles_blas_library", "value": "openblas 9.9"}]
+    assert "openblas 9.9 for attnlib's tiles" in res.machine_summary(tiles, "loss-grad")
+    unloaded = [*machine, {"key": "loss-grad_tiles_blas_library", "value": "not loaded"}]
+    assert "attnlib's tiles" not in res.machine_summary(unloaded, "loss-grad")
     with pytest.raises(AttnInputError, match="describe no run of 'chapter-11'"):
         res.machine_summary(machine, "chapter-11")
     with pytest.raises(AttnInputError, match="key/value rows"):
@@ -161,3 +166,22 @@ def test_unknown_columns_bad_values_and_missing_schemas_are_refused(tmp_path):
     (tmp_path / "schema.json").unlink()
     with pytest.raises(AttnInputError, match=r"schema\.json next to it"):
         res.read_benchmark_csv(path)
+
+
+def test_the_blas_probe_tells_numpys_library_from_the_one_the_tiles_call():
+    # numpy's and SciPy's wheels each ship an OpenBLAS, and attnlib loads SciPy's for its
+    # tiles: the probe must name each by its own build, whatever order they were loaded in
+    scipy = pytest.importorskip("scipy")
+    import attnlib  # noqa: F401  (loads SciPy's BLAS)
+    from benchmarks.machine import blas_info
+
+    def built_with(package):
+        blas = package.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"openblas {blas['version']}" if "openblas" in blas["name"] else None
+
+    info = blas_info()
+    if built_with(np) is None or built_with(scipy) is None:
+        pytest.skip("numpy or SciPy is not built with OpenBLAS here")
+    assert info["blas_library"] == built_with(np)
+    assert info["tiles_blas_library"] == built_with(scipy)
+    assert info["blas_libraries_loaded"] == "2" or built_with(np) == built_with(scipy)
