@@ -29,6 +29,13 @@
       out.raw.push(n.textContent.slice(Math.max(0, i - 30), i + 40).replace(/\s+/g, ' '));
     }
   }
+  // A cross-reference whose link text is a section title with math shows that math as TeX
+  // source ("why \sqrt{\log n} is the threshold"): MathJax does not typeset link text.
+  for (const el of document.querySelectorAll('span.std-ref')) {
+    if (/\\[A-Za-z]+|\$/.test(el.textContent)) {
+      out.raw.push('link text: ' + el.textContent.slice(0, 70).replace(/\s+/g, ' '));
+    }
+  }
   for (const img of document.querySelectorAll('img')) {
     out.images.push({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0,
                      w: img.naturalWidth});
