@@ -438,6 +438,8 @@ def test_the_page_scripts_find_what_is_wrong_on_a_broken_page(chromium):
         "math not typeset by MathJax: '\\\\(d\\\\)'",
         "raw TeX left in the page text: 'Left as TeX: \\\\(n^2\\\\) and '",
         "raw TeX left in the page text: '\\\\(d\\\\)'",
+        "raw TeX left in the page text: 'link text: why \\\\sqrt{\\\\log n} is the threshold'",
+        "1 formulas are in the Tab order (MathJax's menu)",
     ]
     assert [f.split(":")[0] for f in observed.check_images(info)] == [
         "image did not load (naturalWidth 0)"

@@ -125,13 +125,16 @@ def page_weight(urls) -> int:
 
 
 def check_math(info: dict, has_mathjax: bool) -> list[str]:
-    """Every math element typeset by MathJax, no TeX error, no raw TeX in the text."""
+    """Every math element typeset by MathJax, no TeX error, no raw TeX in the text, and no
+    formula in the Tab order."""
     fails = []
     if info["math"] and not has_mathjax:
         fails.append(f"{info['math']} math elements but no MathJax script on the page")
     fails += [f"math not typeset by MathJax: {tex!r}" for tex in info["untypeset"][:5]]
     fails += [f"MathJax TeX error: {err!r}" for err in info["merror"][:5]]
     fails += [f"raw TeX left in the page text: {snippet!r}" for snippet in info["raw"][:5]]
+    if info.get("mathTabStops"):
+        fails.append(f"{info['mathTabStops']} formulas are in the Tab order (MathJax's menu)")
     return fails
 
 

@@ -36,6 +36,8 @@
       out.raw.push('link text: ' + el.textContent.slice(0, 70).replace(/\s+/g, ' '));
     }
   }
+  // A formula in the Tab order is a keyboard stop that leads only to MathJax's menu
+  out.mathTabStops = document.querySelectorAll('mjx-container[tabindex="0"]').length;
   for (const img of document.querySelectorAll('img')) {
     out.images.push({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0,
                      w: img.naturalWidth});
