@@ -19,9 +19,9 @@ import math
 
 import numpy as np
 
-from .._checks import AttnInputError, check_int, check_real
+from .._checks import check_int, check_real
 from .gap_ann import _check_gap
-from .gradient import attention_from_gradient
+from .gradient import _check_grad_fn, _returned_gradient, attention_from_gradient
 from .ov import _as_bool_pair
 from .quadrature import gauss_legendre_error_bound
 from .to_attention import _instance_size, gap_ann_to_attention
@@ -125,24 +125,14 @@ def shifted_gradient(grad_fn, shift):
     >>> shifted_gradient(lambda *args: np.zeros((2, 2)), 0.5)().tolist()
     [[0.5, 0.0], [0.0, 0.5]]
     """
-    if not callable(grad_fn):
-        raise AttnInputError(
-            f"grad_fn must be callable like attnlib.attention_loss_grad, got {grad_fn!r}"
-        )
+    _check_grad_fn(grad_fn)
     shift = check_real("shift", shift)
 
+    def square(G):
+        return G.ndim == 2 and G.shape[0] == G.shape[1]
+
     def shifted(*args):
-        G = np.asarray(grad_fn(*args))
-        if (
-            G.ndim != 2
-            or G.shape[0] != G.shape[1]
-            or G.dtype.kind not in "fiu"
-            or not np.isfinite(G).all()
-        ):
-            raise AttnInputError(
-                "grad_fn must return a finite square real array like "
-                f"attnlib.attention_loss_grad, got shape {G.shape} dtype {G.dtype}"
-            )
+        G = _returned_gradient(grad_fn(*args), "finite square", square)
         return G + shift * np.eye(G.shape[0])
 
     return shifted

@@ -80,6 +80,28 @@ def attention_norm_squared(Q, K, V, *, lam=1.0, scale=None) -> float:
     return float(np.sum(attention(Q, K, V, scale=lam * tau).astype(np.float64) ** 2))
 
 
+def _check_grad_fn(grad_fn):
+    """``grad_fn`` itself, if it is callable (the oracle of :func:`attention_from_gradient` and
+    the wrappers of a gradient algorithm)."""
+    if not callable(grad_fn):
+        raise AttnInputError(
+            f"grad_fn must be callable like attnlib.attention_loss_grad, got {grad_fn!r}"
+        )
+    return grad_fn
+
+
+def _returned_gradient(G, what: str, fits) -> np.ndarray:
+    """``grad_fn``'s answer as an array, if it is real, finite and ``fits`` (a shape test);
+    otherwise AttnInputError saying it must be a ``what`` real array."""
+    G = np.asarray(G)
+    if G.dtype.kind not in "fiu" or not fits(G) or not np.isfinite(G).all():
+        raise AttnInputError(
+            f"grad_fn must return a {what} real array like attnlib.attention_loss_grad, "
+            f"got shape {G.shape} dtype {G.dtype}"
+        )
+    return G
+
+
 def _gradient_oracle(Q, K, V, grad_fn, scale, lam=None):
     """AS24 Thm E.5's embedding of an attention instance into the loss L(X).
 
@@ -95,10 +117,7 @@ def _gradient_oracle(Q, K, V, grad_fn, scale, lam=None):
     (None: at λ ∈ [0, 1], for the quadratures), where λA₁ and the logits must be finite.
     """
     Q, K, V = (a.astype(np.float64) for a in _checked_qkv(Q, K, V))
-    if not callable(grad_fn):
-        raise AttnInputError(
-            f"grad_fn must be callable like attnlib.attention_loss_grad, got {grad_fn!r}"
-        )
+    _check_grad_fn(grad_fn)
     (n, d), dv = Q.shape, V.shape[1]
     tau = check_scale(scale, d)
     D = max(d, dv)
@@ -119,12 +138,7 @@ def _gradient_oracle(Q, K, V, grad_fn, scale, lam=None):
             raise AttnInputError(
                 f"grad_fn refused the loss's embedding of Q, K, V at λ = {lam:g}: {exc}"
             ) from None
-        G = np.asarray(G)
-        if G.shape != (D, D) or G.dtype.kind not in "fiu" or not np.isfinite(G).all():
-            raise AttnInputError(
-                f"grad_fn must return a finite ({D}, {D}) real array like "
-                f"attnlib.attention_loss_grad, got shape {G.shape} dtype {G.dtype}"
-            )
+        G = _returned_gradient(G, f"finite ({D}, {D})", lambda G: G.shape == (D, D))
         return 2.0 * float(np.trace(G))
 
     return f0, fprime
@@ -263,21 +277,13 @@ def noisy_gradient(grad_fn, rel, rng):
     >>> exact().tolist()
     [[1.0, 1.0], [1.0, 1.0]]
     """
-    if not callable(grad_fn):
-        raise AttnInputError(
-            f"grad_fn must be callable like attnlib.attention_loss_grad, got {grad_fn!r}"
-        )
+    _check_grad_fn(grad_fn)
     rel = check_real("rel", rel, minimum=0.0)
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(check_int("rng", rng, minimum=0))
 
     def noisy(*args):
-        G = np.asarray(grad_fn(*args))
-        if G.dtype.kind not in "fiu" or G.size == 0 or not np.isfinite(G).all():
-            raise AttnInputError(
-                "grad_fn must return a non-empty finite real array like "
-                f"attnlib.attention_loss_grad, got shape {G.shape} dtype {G.dtype}"
-            )
+        G = _returned_gradient(grad_fn(*args), "non-empty finite", lambda G: G.size > 0)
         with np.errstate(over="ignore", invalid="ignore"):
             out = G + rel * np.abs(G).max() * rng.standard_normal(G.shape)
         if not np.isfinite(out).all():
