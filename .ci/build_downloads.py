@@ -7,7 +7,9 @@ Usage: ``python .ci/build_downloads.py [STAGING]`` (default ``_build/downloads``
   and the committed benchmark results under ``benchmarks/results/`` (the chapters assert what
   they say about speed against them: :func:`attnlib.results.results_folder` finds them next to
   ``notebooks/``);
-- ``requirements.txt``: the pinned dependencies the chapters were executed with.
+- ``requirements-reader.txt``: the reader set, every package running a chapter in JupyterLab needs,
+  pinned to the versions the chapters were executed with;
+- ``requirements.txt``: the authors' set (the reader set, plus building the book and testing).
 
 ``make book`` runs this first; book/_ext/book_site.py copies the folder into the site as
 ``downloads/`` and links it from the page on running a chapter locally.
@@ -51,11 +53,13 @@ def main(staging: str = "_build/downloads") -> None:
         for f in [*results, ROOT / "benchmarks" / "results" / "schema.json"]:
             zf.write(f, f"benchmarks/results/{f.name}")
     tmp.replace(out / "notebooks.zip")
-    shutil.copyfile(ROOT / "requirements.txt", out / "requirements.txt")
+    # requirements.txt includes the reader set by this relative name, which the copy keeps.
+    for name in ("requirements-reader.txt", "requirements.txt"):
+        shutil.copyfile(ROOT / name, out / name)
     wheel = next(out.glob("attnlib-*.whl")).name
     print(
         f"downloads: {wheel}, notebooks.zip ({len(notebooks)} notebooks, {len(results)} "
-        "benchmark result files), requirements.txt"
+        "benchmark result files), requirements-reader.txt, requirements.txt"
     )
 
 
