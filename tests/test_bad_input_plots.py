@@ -15,6 +15,7 @@ from bad_input_cases import Table, word
 from attnlib import advice as adv
 from attnlib import plots as pl
 from attnlib import widgets as wd
+from attnlib.plots import forms
 from attnlib.plots import performance as perf
 
 table = Table()
@@ -190,6 +191,47 @@ table.raises(
     word("point"),
 )
 table.raises("widgets.render_frame", "draw=None", lambda: wd.render_frame(None, {}), word("draw"))
+table.raises("widgets.phone_breakpoint", "frames=str", lambda: wd.phone_breakpoint("x"), "frames")
+table.raises(
+    "widgets.phone_breakpoint",
+    "width=0",
+    lambda: wd.phone_breakpoint([{"width": 0, "text_px": 1.0}]),
+    "width",
+)
+table.raises(
+    "widgets.phone_breakpoint",
+    "width=True",
+    lambda: wd.phone_breakpoint([{"width": True, "text_px": 1.0}]),
+    "width",
+)
+table.raises(
+    "widgets.phone_breakpoint",
+    "text_px=-1",
+    lambda: wd.phone_breakpoint([{"width": 600, "text_px": -1.0}]),
+    "text_px",
+)
+table.valid(
+    "widgets.phone_breakpoint",
+    "no-text-needs-no-phone-form",
+    lambda: wd.phone_breakpoint([{"width": 600, "text_px": None}]),
+    lambda w: w == 32,
+)
+for name, call in [
+    ("plots.forms.phone_form", lambda bad: forms.phone_form(bad)),
+    ("plots.forms.needs_phone_form", lambda bad: forms.needs_phone_form(bad)),
+    ("plots.forms.min_text_px", lambda bad: forms.min_text_px(bad, 100)),
+    ("plots.forms.phone_layout", lambda bad: forms.phone_layout(bad).__enter__()),
+]:
+    table.raises(
+        name, "fig=axes", lambda call=call: call(_figure_with(lambda f, a: None)[1]), "fig"
+    )
+for what, dpi in [("dpi=0", 0), ("dpi=nan", math.nan), ("dpi=str", "100")]:
+    table.raises(
+        "plots.forms.min_text_px",
+        what,
+        lambda dpi=dpi: forms.min_text_px(_figure_with(lambda f, a: None)[0], dpi),
+        word("dpi"),
+    )
 table.raises(
     "widgets.live._log2_slider",
     "hi=10**400",

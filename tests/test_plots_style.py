@@ -102,7 +102,7 @@ def test_notebook_figures_are_palette_pngs_that_look_the_same():
     ax.legend()
     full = io.BytesIO()
     fig.savefig(full, format="png", dpi=fig.dpi, bbox_inches="tight")
-    small = _palette_png(fig)
+    small = _palette_png(fig, fig.dpi)
     a = np.asarray(Image.open(io.BytesIO(full.getvalue())).convert("RGB"), dtype=float)
     b = Image.open(io.BytesIO(small))
     assert b.format == "PNG" and b.mode == "P" and len(b.getcolors(256) or ()) <= 256
@@ -120,5 +120,43 @@ def test_a_transparent_figure_is_shown_on_white():
     from attnlib.plots.style import _palette_png
 
     fig = plt.figure(facecolor="none")
-    image = np.asarray(Image.open(io.BytesIO(_palette_png(fig))).convert("RGB"))
+    image = np.asarray(Image.open(io.BytesIO(_palette_png(fig, 100))).convert("RGB"))
     assert (image == 255).all()
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    from PIL import Image
+
+    return Image.open(io.BytesIO(data)).size
+
+
+def test_notebook_figures_are_twice_as_sharp_and_say_their_size_and_smallest_text():
+    import base64
+
+    from attnlib.plots.forms import PHONE_WIDTH_IN, min_text_px
+    from attnlib.plots.style import PIXEL_RATIO, _notebook_png
+
+    fig, ax = plt.subplots(figsize=(3.2, 2.5))  # fits a phone's column: no phone form
+    ax.plot([1, 2, 3], [3, 1, 2])
+    ax.set_title("seven-point title", fontsize=7)
+    png, meta = _notebook_png(fig)
+    width, height = _png_size(png)
+    assert PIXEL_RATIO == 2 and set(meta) == {"width", "height", "text_px"}
+    assert (meta["width"], meta["height"]) == (round(width / 2), round(height / 2))
+    assert abs(width - 2 * fig.dpi * 3.2) < 0.1 * width  # drawn at twice the figure's dpi
+    assert meta["text_px"] == pytest.approx(7 * 2 * fig.dpi / 72, abs=0.01)
+
+    wide, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    for a in axes:
+        a.plot([1, 2, 3], [3, 1, 2])
+    size = tuple(wide.get_size_inches())
+    png, meta = _notebook_png(wide)
+    assert tuple(wide.get_size_inches()) == size  # the figure is left as it was
+    assert meta["text_px"] == pytest.approx(min_text_px(wide, 2 * wide.dpi), abs=0.01)
+    phone = meta["phone"]
+    phone_png = base64.b64decode(phone["png"])
+    p_width, p_height = _png_size(phone_png)
+    assert (phone["width"], phone["height"]) == (round(p_width / 2), round(p_height / 2))
+    assert phone["width"] <= PHONE_WIDTH_IN * wide.dpi + 20 < meta["width"]
+    assert p_height > p_width  # three panels stacked
+    assert phone["text_px"] >= meta["text_px"]

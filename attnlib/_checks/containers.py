@@ -17,7 +17,7 @@ from .arrays import as_series
 from .error import AttnInputError
 from .memory import check_memory_parts
 
-__all__ = ["as_entries", "as_dict", "as_curves"]
+__all__ = ["as_entries", "as_dict", "as_curves", "check_figure"]
 
 
 def as_entries(
@@ -160,3 +160,12 @@ def as_curves(
 def _plain(key):
     """A key as Python writes it: a numpy scalar becomes the Python number it holds."""
     return key.item() if isinstance(key, np.generic) else key
+
+
+def check_figure(name: str, fig):
+    """Require a matplotlib Figure and return it."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise AttnInputError(f"{name} must be a matplotlib Figure, got {type(fig).__name__}")
+    return fig

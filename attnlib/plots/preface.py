@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._checks import AttnInputError, as_dict, as_entries, check_int
+from .._checks import AttnInputError, as_dict, as_entries, check_bool, check_int
 from ..iomodel.bounds import backward_order
 from .style import add_takeaway, use_book_style
 
 __all__ = ["map_of_results", "reading_path_figure"]
 
 
-def map_of_results(*, d: int = 64):
+def map_of_results(*, d: int = 64, phone: bool = False):
     """The preface's map of results as one figure of two panels, one above the other.
 
     Top, the data movement of exact attention (forward and backward) against the fast memory
@@ -33,11 +34,20 @@ def map_of_results(*, d: int = 64):
     panel is schematic: the theorems are asymptotic, so the boundary is drawn at B = √(ln n)
     with a grey band of a constant factor 2 either side.
 
+    With ``phone=True``, the same panels for a phone's column: narrower, with shorter
+    labels. The desktop figure carries that builder as ``attnlib_phone_builder``, which the
+    notebook's figure formatter draws as the phone form instead of re-gridding the figure
+    (its labels sit at data positions that a narrower figure would overlap).
+
     Deterministic; returns the Figure. Raises :class:`attnlib.AttnInputError` if ``d`` is not
-    an integer ≥ 2.
+    an integer ≥ 2 or ``phone`` is not a bool.
     """
     d = check_int("d", d, minimum=2)
-    fig, (ax_io, ax_b) = plt.subplots(2, 1, figsize=(7.2, 9.0))
+    phone = check_bool("phone", phone)
+    use_book_style()
+    fig, (ax_io, ax_b) = plt.subplots(2, 1, figsize=(3.4, 8.4) if phone else (7.2, 9.0))
+    text = _PHONE_TEXT if phone else _DESKTOP_TEXT
+    size = 7 if phone else 8
 
     # Top: I/O per score entry against M, both branches and the expression.
     d2 = d * d
@@ -59,38 +69,36 @@ def map_of_results(*, d: int = 64):
     ax_io.axvline(d2, color="gray", lw=1, ls=":")
     ax_io.plot([d2], [1.0], "o", color="black")
     ax_io.annotate(
-        rf"crossover $M=d^2$ ({d2:,} words):" "\n" r"both equal $n^2$",
+        text["crossover"].format(d2=f"{d2:,}"),
         xy=(d2, 1.0),
         xytext=(d2 * 2.5, 2.5),
-        fontsize=8.5,
+        fontsize=size + 0.5,
         arrowprops={"arrowstyle": "->", "color": "gray"},
     )
     ax_io.text(
         0.03,
         0.96,
-        "small cache, $M = o(d^2)$\n$\\Theta(n^2 d/\\sqrt{M})$: square tiling\n"
-        "(SY24), small-cache backward\n· Ch. 4",
+        text["small"],
         transform=ax_io.transAxes,
-        fontsize=8,
+        fontsize=size,
         va="top",
         color="#8b1a1a",
     )
     ax_io.text(
         0.97,
         0.96,
-        "large cache, $M = \\Omega(d^2)$\n$\\Theta(n^2 d^2/M)$: FlashAttention\n"
-        "fwd + bwd, up to a constant · Ch. 3\ncertified bounds · Ch. 5",
+        text["large"],
         transform=ax_io.transAxes,
-        fontsize=8,
+        fontsize=size,
         va="top",
         ha="right",
         color="#17456e",
     )
     ax_io.set_ylim(order.min() / 2, order.max() * 60)  # headroom for the labels
-    ax_io.set_xlabel(f"fast memory M (words), head dimension d = {d}")
-    ax_io.set_ylabel(r"I/O, $\Theta$-expression $/\,n^2$ (words per score)")
-    ax_io.set_title("Exact attention: data movement (I/O model)")
-    ax_io.legend(loc="lower left", fontsize=8)
+    ax_io.set_xlabel(text["io_x"].format(d=d))
+    ax_io.set_ylabel(text["io_y"])
+    ax_io.set_title(text["io_title"])
+    ax_io.legend(loc="lower left", fontsize=size)
 
     # Bottom: the B-versus-n phase diagram of AS24.
     log2n = np.linspace(4, 40, 200)
@@ -102,51 +110,63 @@ def map_of_results(*, d: int = 64):
     ax_b.plot(log2n, thr, color="black", lw=2, label=r"$B = \sqrt{\ln n}$")
     ax_b.plot(log2n, thr / 2, color="gray", lw=0.8, ls="--")
     ax_b.plot(log2n, 2 * thr, color="gray", lw=0.8, ls="--", label="constant factor 2")
+    ax_b.text(39, 0.25, text["easy"], fontsize=size, ha="right", va="bottom", color="#1b5e20")
     ax_b.text(
-        39,
-        0.25,
-        r"$B = o(\sqrt{\log n})$: gradient in $n^{1+o(1)}$ time (AS24 Thm 1.6)"
-        "\npolynomial method · Ch. 6–7",
-        fontsize=8,
-        ha="right",
-        va="bottom",
-        color="#1b5e20",
+        39, thr[-1] * 1.08, text["threshold"], fontsize=size, ha="right", va="bottom", color="k"
     )
-    ax_b.text(
-        39,
-        thr[-1] * 1.08,
-        r"threshold $B = \Theta(\sqrt{\log n})$",
-        fontsize=8,
-        ha="right",
-        va="bottom",
-        color="black",
-    )
-    ax_b.text(
-        39,
-        2.12 * thr[-1],
-        r"$B = \omega(\sqrt{\log n})$: no $n^{2-\Omega(1)}$ algorithm"
-        "\nunder SETH (AS24 Thm 1.5) · hardness, Ch. 8",
-        fontsize=8,
-        ha="right",
-        color="#8b1a1a",
-    )
+    ax_b.text(39, 2.12 * thr[-1], text["hard"], fontsize=size, ha="right", color="#8b1a1a")
     ax_b.set_xlim(log2n[0], log2n[-1])
     ax_b.set_ylim(0, b_top)
     ticks = [4, 10, 20, 30, 40]
     ax_b.set_xticks(ticks, [f"$2^{{{t}}}$" for t in ticks])
-    ax_b.set_xlabel(
-        r"sequence length n  (with $d = O(\log n)$, $\varepsilon = 1/\mathrm{poly}(n)$)"
-    )
-    ax_b.set_ylabel(r"entry bound B  ($|Q_{ij}|, |K_{ij}| \leq B$)")
-    ax_b.set_title("Training gradient: time against entry size (schematic)")
-    ax_b.legend(loc="upper left", fontsize=8)
-
-    add_takeaway(
-        fig,
-        "Exact attention moves Θ(n²d²/M) words once the cache holds d² words, Θ(n²d/√M) below;\n"
-        "beating n² time needs small entries, B = o(√log n): above that it is SETH-hard.",
-    )
+    ax_b.set_xlabel(text["b_x"])
+    ax_b.set_ylabel(text["b_y"])
+    ax_b.set_title(text["b_title"])
+    ax_b.legend(loc="upper left", fontsize=size)
+    add_takeaway(fig, text["takeaway"])
+    if not phone:
+        fig.attnlib_phone_builder = functools.partial(map_of_results, d=d, phone=True)
     return fig
+
+
+#: The map of results' labels, for a desktop's column and for a phone's.
+_DESKTOP_TEXT = {
+    "crossover": r"crossover $M=d^2$ ({d2} words):" "\n" r"both equal $n^2$",
+    "small": "small cache, $M = o(d^2)$\n$\\Theta(n^2 d/\\sqrt{M})$: square tiling\n"
+    "(SY24), small-cache backward\n· Ch. 4",
+    "large": "large cache, $M = \\Omega(d^2)$\n$\\Theta(n^2 d^2/M)$: FlashAttention\n"
+    "fwd + bwd, up to a constant · Ch. 3\ncertified bounds · Ch. 5",
+    "io_x": "fast memory M (words), head dimension d = {d}",
+    "io_y": r"I/O, $\Theta$-expression $/\,n^2$ (words per score)",
+    "io_title": "Exact attention: data movement (I/O model)",
+    "easy": r"$B = o(\sqrt{\log n})$: gradient in $n^{1+o(1)}$ time (AS24 Thm 1.6)"
+    "\npolynomial method · Ch. 6–7",
+    "threshold": r"threshold $B = \Theta(\sqrt{\log n})$",
+    "hard": r"$B = \omega(\sqrt{\log n})$: no $n^{2-\Omega(1)}$ algorithm"
+    "\nunder SETH (AS24 Thm 1.5) · hardness, Ch. 8",
+    "b_x": r"sequence length n  (with $d = O(\log n)$, $\varepsilon = 1/\mathrm{poly}(n)$)",
+    "b_y": r"entry bound B  ($|Q_{ij}|, |K_{ij}| \leq B$)",
+    "b_title": "Training gradient: time against entry size (schematic)",
+    "takeaway": "Exact attention moves Θ(n²d²/M) words once the cache holds d² words, Θ(n²d/√M) "
+    "below;\nbeating n² time needs small entries, B = o(√log n): above that it is SETH-hard.",
+}
+_PHONE_TEXT = {
+    "crossover": r"$M=d^2$",
+    "small": "small cache\n$M = o(d^2)$\nCh. 4",
+    "large": "large cache\n$M = \\Omega(d^2)$\nCh. 3, 5",
+    "io_x": "fast memory M (words), d = {d}",
+    "io_y": r"I/O $/\,n^2$ (words per score)",
+    "io_title": "Exact attention:\ndata movement (I/O model)",
+    "easy": r"$B = o(\sqrt{\log n})$: $n^{1+o(1)}$" "\n(AS24 Thm 1.6) · Ch. 6–7",
+    "threshold": r"$B = \Theta(\sqrt{\log n})$",
+    "hard": r"$B = \omega(\sqrt{\log n})$: SETH-hard" "\n(AS24 Thm 1.5) · Ch. 8",
+    "b_x": r"sequence length n ($d = O(\log n)$)",
+    "b_y": r"entry bound B",
+    "b_title": "Training gradient: time\nagainst entry size (schematic)",
+    "takeaway": "Exact attention moves Θ(n²d²/M) words once the cache holds d² words, "
+    "Θ(n²d/√M) below; beating n² time needs small entries, B = o(√log n): above that it is "
+    "SETH-hard.",
+}
 
 
 #: The chapters, as their boxes name them.
@@ -182,19 +202,36 @@ _POSITION = {
     8: (4.2, 0.0),
     9: (7.2, 0.5),
 }
+# The same top to bottom, for a phone: systems chapters on the left, theory on the right.
+_PHONE_POSITION = {
+    1: (0.5, 0.0),
+    2: (0.0, -1.0),
+    3: (0.0, -2.0),
+    4: (0.0, -3.0),
+    5: (0.0, -4.0),
+    10: (0.0, -5.0),
+    6: (1.0, -1.5),
+    7: (1.0, -2.75),
+    8: (1.0, -4.0),
+    9: (0.5, -6.0),
+}
 _COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")
 
 
-def reading_path_figure(paths=None):
+def reading_path_figure(paths=None, *, phone: bool = False):
     """Draw the chapters as boxes and each reading path as a chain of arrows through them.
 
     ``paths`` maps a path's name to its chapters in reading order (default: the theory path
-    1, 6, 7, 8, 9 and the systems path 1, 2, 3, 4, 5, 10, 9). Returns the matplotlib
-    ``Figure``.
+    1, 6, 7, 8, 9 and the systems path 1, 2, 3, 4, 5, 10, 9). With ``phone=True`` the
+    chapters are laid out top to bottom for a phone's column: the systems chapters on the
+    left, the theory chapters on the right. The desktop figure carries that builder as
+    ``attnlib_phone_builder`` (the notebook's figure formatter draws it as the phone form).
+    Returns the matplotlib ``Figure``.
 
     Raises :class:`attnlib.AttnInputError` if ``paths`` is not a non-empty dict of at most four
-    names, each with at least two chapter numbers from 1 to 10.
+    names, each with at least two chapter numbers from 1 to 10, or ``phone`` is not a bool.
     """
+    phone = check_bool("phone", phone)
     paths = as_dict(
         "paths",
         _READING_PATHS if paths is None else paths,
@@ -209,12 +246,13 @@ def reading_path_figure(paths=None):
             check_int(f"paths[{name!r}][{k}]", c, maximum=max(_CHAPTERS))
     use_book_style()
     # a fixed layout: the boxes sit at data positions, the legend and takeaway below the axes
-    fig = plt.figure(figsize=(11, 3.6), layout="none")
-    ax = fig.add_axes((0.0, 0.2, 1.0, 0.7))
+    fig = plt.figure(figsize=(3.4, 5.6) if phone else (11, 3.6), layout="none")
+    ax = fig.add_axes((0.0, 0.16, 1.0, 0.76) if phone else (0.0, 0.2, 1.0, 0.7))
+    position = _PHONE_POSITION if phone else _POSITION
     used = {c for steps in paths.values() for c in steps}
     boxes = {}
     for chapter in sorted(used):
-        x, y = _POSITION[chapter]
+        x, y = position[chapter]
         boxes[chapter] = ax.text(
             x,
             y,
@@ -230,7 +268,7 @@ def reading_path_figure(paths=None):
         color = _COLORS[k]
         offset = 0.06 * (k - (len(paths) - 1) / 2)  # shared edges drawn side by side
         for a, b in zip(steps[:-1], steps[1:], strict=True):
-            (xa, ya), (xb, yb) = _POSITION[a], _POSITION[b]
+            (xa, ya), (xb, yb) = position[a], position[b]
             ax.annotate(
                 "",
                 xy=(xb, yb + offset),
@@ -247,14 +285,25 @@ def reading_path_figure(paths=None):
                 zorder=4,
             )
         ax.plot([], [], color=color, lw=2, label=f"{name}: " + " → ".join(map(str, steps)))
-    ax.set_xlim(-0.7, 7.9)
-    ax.set_ylim(-0.45, 1.45)
+    if phone:
+        ax.set_xlim(-0.75, 1.75)
+        ax.set_ylim(-6.6, 0.5)
+    else:
+        ax.set_xlim(-0.7, 7.9)
+        ax.set_ylim(-0.45, 1.45)
     ax.axis("off")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(paths), fontsize=8)
-    ax.set_title("Two ways through the book (chapter numbers)")
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.02),
+        ncol=1 if phone else len(paths),
+        fontsize=7 if phone else 8,
+    )
+    ax.set_title("Two ways through the book" + ("" if phone else " (chapter numbers)"))
     add_takeaway(
         fig,
         "Theory readers can go from Chapter 1 straight to Chapter 6; systems readers read "
         "Chapters 2 to 5 and 10. Both paths meet in Chapter 9.",
     )
+    if not phone:
+        fig.attnlib_phone_builder = functools.partial(reading_path_figure, paths, phone=True)
     return fig

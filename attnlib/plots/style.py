@@ -8,6 +8,7 @@ log axis.
 
 from __future__ import annotations
 
+import base64
 import io
 
 import matplotlib as mpl
@@ -44,7 +45,8 @@ _BOOK_STYLE = {
 
 def use_book_style() -> None:
     """Apply the book's matplotlib style (idempotent). In a notebook, figures are also shown as
-    256-colour PNGs (``_palette_png``)."""
+    256-colour PNGs at twice their resolution, with a phone form where one is needed
+    (``_notebook_png``)."""
     mpl.rcParams.update(_BOOK_STYLE)
     try:
         from IPython import get_ipython
@@ -59,11 +61,64 @@ def use_book_style() -> None:
         # book's formatter is registered after it and is the one that stays.
         import matplotlib_inline.backend_inline  # noqa: F401
 
-    shell.display_formatter.formatters["image/png"].for_type(Figure, _palette_png)
+    shell.display_formatter.formatters["image/png"].for_type(Figure, _notebook_png)
 
 
-def _palette_png(fig) -> bytes:
-    """``fig`` as a PNG of at most 256 colours, cropped as the notebook crops it.
+#: A notebook figure is drawn at this many image pixels per CSS pixel: sharp on a phone's or a
+#: laptop's high-density screen, where a 1x image is blurred.
+PIXEL_RATIO = 2
+
+
+def _notebook_png(fig) -> tuple[bytes, dict]:
+    """``fig`` as the notebook shows it: a palette PNG at ``PIXEL_RATIO`` times the figure's
+    dpi, and its metadata.
+
+    The metadata's ``width`` and ``height`` (CSS px) make JupyterLab and the book show the
+    image at its 1x size; ``text_px`` is its smallest text, in image pixels
+    (:func:`~attnlib.plots.forms.min_text_px`). A figure too wide for a phone's column
+    (:func:`~attnlib.plots.forms.needs_phone_form`) also gets ``phone``: the PNG of its
+    :func:`~attnlib.plots.forms.phone_form` (base64) with its own ``width``, ``height`` and
+    ``text_px``. A figure that carries ``attnlib_phone_builder`` (a function of no arguments
+    returning a Figure) gets that figure as its phone form instead. The figure itself is left
+    as it was.
+    """
+    from .forms import needs_phone_form, phone_layout
+
+    dpi = fig.dpi * PIXEL_RATIO
+    png, metadata = _png_with_size(fig, dpi)
+    # A figure whose labels sit at data positions (a diagram, an annotated map) brings its
+    # own phone form: re-gridding it would overlap them.
+    build = getattr(fig, "attnlib_phone_builder", None)
+    if build is not None:
+        phone_fig = build()
+        try:
+            phone, phone_metadata = _png_with_size(phone_fig, phone_fig.dpi * PIXEL_RATIO)
+        finally:
+            plt.close(phone_fig)
+        metadata["phone"] = {"png": base64.b64encode(phone).decode("ascii"), **phone_metadata}
+    elif needs_phone_form(fig):
+        with phone_layout(fig):
+            phone, phone_metadata = _png_with_size(fig, dpi)
+        metadata["phone"] = {"png": base64.b64encode(phone).decode("ascii"), **phone_metadata}
+    return png, metadata
+
+
+def _png_with_size(fig, dpi: float) -> tuple[bytes, dict]:
+    from PIL import Image
+
+    from .forms import min_text_px
+
+    png = _palette_png(fig, dpi)
+    width, height = Image.open(io.BytesIO(png)).size
+    return png, {
+        "width": round(width / PIXEL_RATIO),
+        "height": round(height / PIXEL_RATIO),
+        "text_px": round(min_text_px(fig, dpi), 2),
+    }
+
+
+def _palette_png(fig, dpi: float) -> bytes:
+    """``fig`` at ``dpi`` as a PNG of at most 256 colours, cropped as the notebook crops it.
 
     The book's figures are line art on white: a palette of 256 colours draws them without a
     visible change, in about a third of the bytes of a full-colour PNG, which keeps every page
@@ -72,14 +127,21 @@ def _palette_png(fig) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    fig.savefig(
-        buffer,
-        format="png",
-        dpi=fig.dpi,
-        bbox_inches="tight",
-        facecolor=fig.get_facecolor(),
-        edgecolor=fig.get_edgecolor(),
-    )
+    engine = fig.get_layout_engine()
+    try:
+        fig.savefig(
+            buffer,
+            format="png",
+            dpi=dpi,
+            bbox_inches="tight",
+            facecolor=fig.get_facecolor(),
+            edgecolor=fig.get_edgecolor(),
+        )
+    finally:
+        # savefig gives a figure drawn with no layout engine the rc default (constrained), which
+        # the next draw of a hand-placed figure would then run and warn about: put it back
+        if engine is None and fig.get_layout_engine() is not None:
+            fig.set_layout_engine("none")
     buffer.seek(0)
     rgba = Image.open(buffer).convert("RGBA")
     # a transparent figure is shown on the page's white, as the notebook shows it
