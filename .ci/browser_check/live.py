@@ -1,14 +1,20 @@
 """Live figures (``attnlib.widgets.live_figure``), at each width of LIVE_WIDTHS: the page
-stores one frame per point of the controls' grid; each control has a label, a readout and (a
-slider) an ``aria-valuetext`` with the value as a reader writes it; moving each control (arrow
-key on a slider, another option of a drop-down list) changes the image, its readout and its
-alt text, which names the control values; and the frame shown after each move has exactly the
-pixels that ``attnlib.widgets.render_frame`` gives for the ``data-draw`` function at the
-frame's point, recomputed in this process (no tolerance: same code, same matplotlib and
-Pillow). A screenshot of each figure after the moves goes next to the page's.
+stores one frame per point of the controls' grid; the figure is a numbered figure with a
+caption ("Figure N.k", like a static one); each control has a label, a readout on the same
+line as the control and (a slider) an ``aria-valuetext`` with the value as a reader writes it;
+moving each control (arrow key on a slider, another option of a drop-down list) changes the
+image, its readout and its alt text, which names the control values; the frame shown after
+each move has exactly the pixels that ``attnlib.widgets.render_frame`` gives for the
+``data-draw`` function at the frame's point, in the form the browser chose (wide or phone),
+recomputed in this process (no tolerance: same code, same matplotlib and Pillow); the note
+for an untrusted notebook is hidden; at the desktop width the frame shown has at least
+SHARP_RATIO image pixels per CSS pixel; and no frame of the figure, in either form, is a
+blank panel (data ink, drawn in colour, across less than BLANK_COLUMNS of its width). A
+screenshot of each figure after the moves goes next to the page's.
 
-:func:`check_grid`, :func:`check_live_state` and :func:`check_move` are pure functions of the
-states js/live_state.js reports; the rest drives the page.
+:func:`check_grid`, :func:`check_live_state`, :func:`check_move`, :func:`check_caption`,
+:func:`check_sharp`, :func:`readout_problems` and :func:`blank_frames` are pure functions of
+the states js/live_state.js reports (or of pixels); the rest drives the page.
 """
 
 from __future__ import annotations
@@ -18,10 +24,23 @@ import io
 import json
 import math
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from .browser import offline_page
 from .scripts import js
-from .settings import LIVE_WIDTHS, TRIVIAL_ALT, UGLY_NUMBER
+from .settings import FIGURE_NUMBER, LIVE_WIDTHS, TRIVIAL_ALT, UGLY_NUMBER
+from .static import chapter_number
+
+#: Image pixels per CSS pixel a frame must have at the desktop width: a 2x raster, like the
+#: static figures (a little under 2 for rounding of the 1x size).
+SHARP_RATIO = 1.9
+#: A frame is a blank panel when the columns holding coloured ink (the data: lines, bars, a
+#: refusal's hatched band; axes, ticks and text are grey or black) span less than this share
+#: of its width. A drawn curve or band spans the axes, about three quarters of the image, and
+#: the bars of a chart at least half.
+BLANK_COLUMNS = 1 / 4
+#: A pixel is coloured ink when its channels differ by more than this (grey has none).
+INK_SATURATION = 60
 
 
 def png_pixels(png: bytes):
@@ -33,33 +52,61 @@ def png_pixels(png: bytes):
 
 
 class Frames:
-    """Frames recomputed in this process by attnlib.widgets.render_frame, once per point."""
+    """Frames recomputed in this process by attnlib.widgets.render_frame, once per point and
+    form."""
 
     def __init__(self):
-        self._cache: dict[tuple[str, str], object] = {}
+        self._cache: dict[tuple[str, str, str], object] = {}
 
     def __len__(self) -> int:
         return len(self._cache)
 
-    def __call__(self, spec: str, point: str):
+    def __call__(self, spec: str, point: str, form: str = "wide"):
         import matplotlib
 
         matplotlib.use("Agg")
         from attnlib import widgets
 
-        key = (spec, point)
+        key = (spec, point, form)
         if key not in self._cache:
-            png = widgets.render_frame(widgets.resolve_draw(spec), json.loads(point))
+            draw = widgets.resolve_draw(spec)
+            png = widgets.render_frame(draw, json.loads(point), form=form)
             self._cache[key] = png_pixels(png)
         return self._cache[key]
 
 
-def shown_pixels(src: str):
-    """The pixels of the frame a live figure shows: its image is an inline PNG."""
+def frame_bytes(src: str) -> bytes:
+    """The PNG a frame's URL names: an inline ``data:`` PNG or a file of the built book."""
     head, _, payload = src.partition(",")
-    if head != "data:image/png;base64":
-        raise ValueError(f"the frame is not an inline PNG: {head[:40]}")
-    return png_pixels(base64.b64decode(payload))
+    if head == "data:image/png;base64":
+        return base64.b64decode(payload)
+    parts = urlsplit(src)
+    if parts.scheme != "file":
+        raise ValueError(f"the frame is neither an inline PNG nor a file: {src[:60]}")
+    return Path(unquote(parts.path)).read_bytes()
+
+
+def shown_pixels(src: str):
+    """The pixels of the frame a live figure shows."""
+    return png_pixels(frame_bytes(src))
+
+
+def ink_columns(pixels) -> float:
+    """The share of an image's columns that hold coloured ink (see :data:`BLANK_COLUMNS`)."""
+    rgb = pixels.astype(int)
+    inked = (rgb.max(axis=2) - rgb.min(axis=2)) > INK_SATURATION
+    return float(inked.any(axis=0).mean())
+
+
+def blank_frames(frames: dict, where: str) -> list[str]:
+    """The frames (``{label: pixels}``) that are blank panels: no data ink drawn across
+    :data:`BLANK_COLUMNS` of the width, like a refused point drawn as an empty panel."""
+    fails = []
+    for label, pixels in frames.items():
+        share = ink_columns(pixels)
+        if share < BLANK_COLUMNS:
+            fails.append(f"{where}: frame {label} is a blank panel (data ink across {share:.0%})")
+    return fails
 
 
 def check_grid(st: dict, where: str) -> list[str]:
@@ -95,16 +142,51 @@ def _value_problems(c: dict, alt: str, where: str) -> list[str]:
 
 
 def _frame_problems(st: dict, where: str, frames) -> list[str]:
-    """The frame shown has exactly the pixels ``frames`` recomputes at its point."""
+    """The frame shown has exactly the pixels ``frames`` recomputes at its point and form."""
     import numpy as np
 
+    form = st.get("form", "wide")
     try:
         shown = shown_pixels(st["src"])
-        want = frames(st["draw"], st["point"])
+        want = frames(st["draw"], st["point"], form)
     except Exception as e:  # noqa: BLE001 - reported as a failure
-        return [f"{where}: frame at {st['point']} not recomputed: {e}"]
+        return [f"{where}: frame at {st['point']} ({form}) not recomputed: {e}"]
     if shown.shape != want.shape or not np.array_equal(shown, want):
-        return [f"{where}: the frame shown at {st['point']} differs from {st['draw']}'s"]
+        return [f"{where}: the {form} frame shown at {st['point']} differs from {st['draw']}'s"]
+    return []
+
+
+def check_caption(st: dict, where: str, chapter: int | None) -> list[str]:
+    """The live figure is a numbered figure, "Figure N.k" (N the chapter; none on the
+    preface), with caption text."""
+    m = FIGURE_NUMBER.match(st.get("number") or "")
+    if not m or (int(m.group(1)) if m.group(1) else None) != chapter:
+        want = f"Figure {chapter}.k" if chapter is not None else "Figure k"
+        return [f"{where}: the live figure is not numbered {want!r} (got {st.get('number')!r})"]
+    if not st.get("caption"):
+        return [f"{where}: {st['number']} has a number but no caption text"]
+    return []
+
+
+def check_sharp(st: dict, where: str) -> list[str]:
+    """The frame shown has at least :data:`SHARP_RATIO` image pixels per CSS pixel."""
+    if not st["ok"] or not st["client"]:
+        return []  # check_live_state reports an image that did not load
+    ratio = st["natural"] / st["client"]
+    if ratio < SHARP_RATIO:
+        return [f"{where}: the frame is {ratio:.2f}x its shown width (< {SHARP_RATIO}x)"]
+    return []
+
+
+def readout_problems(c: dict, where: str) -> list[str]:
+    """A control's readout sits on the control's line, after it: their boxes overlap
+    vertically and the readout starts right of the control (no wrap between them)."""
+    out, box = c.get("readout_box"), c.get("box")
+    if not out or not box:
+        return [f"{where}: control {c['id']} has no readout beside it"]
+    same_line = out["top"] < box["bottom"] and box["top"] < out["bottom"]
+    if not same_line or out["left"] < box["right"] - 1:
+        return [f"{where}: the readout of {c['id']} is not on its control's line"]
     return []
 
 
@@ -118,8 +200,11 @@ def check_live_state(st: dict, where: str, frames) -> list[str]:
         fails.append(f"{where}: the image is wider than the viewport ({st['right']:.0f}px)")
     if TRIVIAL_ALT.search(st["alt"] or ""):
         fails.append(f"{where}: the image has no real alt text")
+    if st.get("note"):
+        fails.append(f"{where}: the note for an untrusted notebook shows")
     for c in st["controls"]:
         fails += _control_problems(c, where) + _value_problems(c, st["alt"] or "", where)
+        fails += readout_problems(c, where)
     return fails + _frame_problems(st, where, frames)
 
 
@@ -165,6 +250,9 @@ def _check_figure(pw_page, fig, at: str, frames, fails: list[str]) -> tuple[int,
     st = first = pw_page.evaluate(js("live_state"), fig)
     where = f"{at} {first['name']}"
     fails += check_grid(st, where) + check_live_state(st, where, frames)
+    fails += check_caption(st, where, chapter_number(at.split()[0]))
+    if st["viewport"] >= LIVE_WIDTHS[-1]:
+        fails += check_sharp(st, where) + _blank_problems(st, where)
     for c in first["controls"]:
         _move(pw_page, fig, c)
         moved = pw_page.evaluate(js("live_state"), fig)
@@ -173,6 +261,19 @@ def _check_figure(pw_page, fig, at: str, frames, fails: list[str]) -> tuple[int,
             fails += check_live_state(moved, f"{where} after {c['id']}", frames)
             st = moved
     return 1 + len(first["controls"]), first
+
+
+def _blank_problems(st: dict, where: str) -> list[str]:
+    """:func:`blank_frames` over every frame the figure stores, in both forms."""
+    pixels = {}
+    for point, forms in zip(st["points"], st["files"], strict=True):
+        for form, src in zip(("wide", "phone"), forms, strict=True):
+            if src:
+                try:
+                    pixels[f"{point} ({form})"] = shown_pixels(src)
+                except (OSError, ValueError) as e:
+                    return [f"{where}: frame {point} ({form}) cannot be read: {e}"]
+    return blank_frames(pixels, where)
 
 
 def _check_page_at(browser, page: Path, rel: str, width: int, frames, shots: Path):
@@ -193,8 +294,9 @@ def _check_page_at(browser, page: Path, rel: str, width: int, frames, shots: Pat
 
 
 def check_live_figures(root: Path, pages: list[Path], browser, shots: Path):
-    """Each live figure, at each width of LIVE_WIDTHS: move every control, see the frame
-    change, and compare the frame shown with the one recomputed from its point. Returns
+    """Each live figure, at each width of LIVE_WIDTHS: its caption, then move every control,
+    see the frame change, and compare the frame shown with the one recomputed from its point
+    and form; at the widest width, its sharpness and every stored frame's ink. Returns
     (problems, states checked, (page, figure, frames) at the widest width, frames recomputed).
     """
     fails, n, rows = [], 0, []

@@ -129,13 +129,10 @@ def _widget_cell(tag) -> bool:
 
 
 def _figure_images(soup: BeautifulSoup) -> list:
-    """The images code cells draw, apart from live widgets and live figures."""
+    """The images code cells draw, apart from live widgets (a live figure's image counts: it
+    is a numbered figure like a static one)."""
     article = soup.select_one(".bd-article") or soup
-    return [
-        img
-        for img in article.select(".cell_output img")
-        if not _widget_cell(img) and not img.find_parent(attrs={"data-live-figure": True})
-    ]
+    return [img for img in article.select(".cell_output img") if not _widget_cell(img)]
 
 
 def _figure_number(img, chapter: int | None) -> tuple[int | None, list[str]]:
@@ -263,7 +260,10 @@ def check_bibliography(root: Path, bib: Path) -> tuple[list[str], int]:
 
     entries = parse_file(str(bib)).entries
     pages = [(p.read_text(encoding="utf-8", errors="replace"), p) for p in page_list(root)]
-    pages = [(html.count('role="doc-biblioentry"'), html, p) for html, p in pages]
+    # sphinxcontrib-bibtex writes each entry as <div class="citation" role="doc-biblioentry">;
+    # book_a11y makes the deprecated role a list item: count an entry by either mark
+    entry = re.compile(r'<div\b[^>]*(?:class="citation"|role="doc-biblioentry")')
+    pages = [(len(entry.findall(html)), html, p) for html, p in pages]
     count, html, _ = max(pages, key=lambda t: t[0], default=(0, "", None))
     if not count:
         return [f"no page lists a bibliography, but {bib.name} has {len(entries)} entries"], 1

@@ -24,6 +24,9 @@ __all__ = ["decision_map_figure", "method_costs_figure", "method_costs_at"]
 #: One colour per method of attnlib.advice.METHODS (standard, flash, smallcache, polynomial).
 _DECISION_COLORS = ("#7f7f7f", "#1f77b4", "#d62728", "#2ca02c")
 
+#: The top of the cost-ratio axis of :func:`method_costs_figure`, the same at every point.
+RATIO_TOP = 1000.0
+
 #: The largest sequence length a map takes: held in int64, and its square a float.
 _MAX_N = 2**62
 
@@ -121,11 +124,14 @@ def decision_map_figure(ns, Bs, maps, *, methods, eps, M, threshold=True, title=
 
 
 def method_costs_figure(advice, *, machine: str = ""):
-    """The four methods' costs at one point, as bars on a log scale (Chapter 9's widget).
+    """The four methods' costs at one point, as ratios to the recommended method's cost: bars
+    up from 1 on a log axis that is the same at every point, 1 to :data:`RATIO_TOP`, so that
+    the frames of Chapter 9's live figure compare (a bar past the top is cut and labelled).
 
     ``advice`` is the :class:`attnlib.advice.Advice` of one call of :func:`attnlib.advise`;
-    the recommended method's bar is highlighted and infeasible methods are marked.
-    ``machine`` names the machine in the title. Returns the Figure.
+    the recommended method (ratio 1) is drawn as a line on the baseline, every bar carries its
+    ratio, and an infeasible method is a hatched column marked "infeasible". ``machine``
+    names the machine in the title. Returns the Figure.
 
     Raises :class:`attnlib.AttnInputError` if ``advice`` is not an Advice or ``machine`` is
     not a string.
@@ -147,10 +153,23 @@ def method_costs_figure(advice, *, machine: str = ""):
     # has no bar; an infeasible method is labelled inside the axes, from the bottom.
     x = np.arange(len(METHODS))
     feasible = np.array([c.feasible for c in a.costs])
-    costs = np.array([c.cost for c in a.costs], dtype=float)
+    best = a.cost_of(a.method).cost
+    ratios = np.array([c.cost / best for c in a.costs], dtype=float)
+    shown = np.minimum(ratios, RATIO_TOP)
     bar_colors = [colors[1] if m == a.method else colors[0] for m in METHODS]
-    ax.bar(x[feasible], costs[feasible], color=[bar_colors[i] for i in x[feasible]])
+    f = x[feasible]
+    # Bars start at ratio 1, not at the axis' bottom: their lengths then compare across frames.
+    ax.bar(f, shown[f] - 1.0, bottom=1.0, color=[bar_colors[i] for i in f])
+    ax.hlines(1.0, x[METHODS.index(a.method)] - 0.4, x[METHODS.index(a.method)] + 0.4,
+              color=colors[1], lw=4)  # fmt: skip
+    for i in f:
+        cut = ratios[i] > RATIO_TOP
+        ax.text(i, shown[i], f"{ratios[i]:.3g}×" + (" (cut)" if cut else ""), ha="center",
+                va="top" if cut else "bottom", fontsize=8)  # fmt: skip
     for i in x[~feasible]:
+        # A hatched column, not an empty slot: the method cannot run at this point at all.
+        ax.fill_between([i - 0.4, i + 0.4], 1.0, RATIO_TOP, facecolor="none", hatch="//",
+                        edgecolor=colors[0], alpha=0.6, lw=0)  # fmt: skip
         ax.text(
             i,
             0.03,
@@ -165,7 +184,8 @@ def method_costs_figure(advice, *, machine: str = ""):
     ax.set_xticks(x, METHODS)
     ax.set_xlim(-0.5, len(METHODS) - 0.5)
     ax.set_yscale("log")
-    ax.set_ylabel("cost (flop-equivalents)")
+    ax.set_ylim(1.0, RATIO_TOP)
+    ax.set_ylabel("cost ÷ recommended's")
     ax.set_xlabel("method")
     ax.legend(
         handles=[

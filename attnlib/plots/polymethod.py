@@ -83,30 +83,34 @@ def exp_poly_error_figure(R, eps, *, ax=None):
     """Relative error p(x)e^{-x} - 1 on [-R, R] of exp_poly's Chebyshev and Taylor polynomials.
 
     Draws ±eps as dashed lines and puts each polynomial's degree in the legend. A request that
-    double precision cannot meet is drawn as the refusal message instead (Chapter 6 and its
-    widget). Returns the Figure.
+    double precision cannot meet keeps these axes: the ±eps band hatched, and the reason written
+    in the plot (Chapter 6 and its live figure). Returns the Figure.
 
     Raises :class:`attnlib.AttnInputError` if R is not a positive finite number, eps is not
     in (0, 1), or ax is neither None nor a matplotlib Axes.
     """
     R, eps = check_positive_real("R", R), check_open_unit("eps", eps)
     fig, ax = _axes(ax)
-    x = np.linspace(-R, R, 2001)
+    x, refused, why = np.linspace(-R, R, 2001), [], ""
     for kind, style in (("chebyshev", "-"), ("taylor", ":")):
         try:
             p = pm.exp_poly(R, eps, kind=kind)
-        except AttnInputError as exc:
-            y = 0.9 if kind == "chebyshev" else 0.75
-            ax.text(0.02, y, f"{kind}: refused", transform=ax.transAxes, fontsize=9, color="C3")
-            ax.set_title(str(exc)[:90] + "...", fontsize=8)
+        except AttnInputError as exc:  # the message's parenthesis says why
+            refused, why = [*refused, kind], str(exc).partition(" (")[2].partition(");")[0]
             continue
         ax.plot(x, p(x) * np.exp(-x) - 1.0, style, label=f"{kind}, degree {p.degree()}")
+    if refused:  # on the axes an accepted point has: the ±eps band no polynomial reaches
+        ax.fill_between(x, -eps, eps, color="C3", alpha=0.15, hatch="//", label="refused")
+        why = f"{' and '.join(refused)} refused:\n{why}\n(floor {pm.rounding_floor(R):.0e})"
+        ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, bbox={"fc": "white", "ec": "C3"})  # fmt: skip
     ax.axhline(eps, color="gray", ls="--", lw=1, label=r"$\pm\varepsilon$")
     ax.axhline(-eps, color="gray", ls="--", lw=1)
+    ax.set_xlim(-R, R)
     ax.set_xlabel("logit x")
     ax.set_ylabel(r"relative error $p(x)e^{-x} - 1$")
     if not ax.get_title():
-        ax.set_title(f"R = {R:g}, eps = {eps:.0e}")
+        ax.set_title(f"R = {R:g}, eps = {eps:.0e}" + (": refused" if refused else ""))
     ax.legend(loc="lower right")
     return fig
 

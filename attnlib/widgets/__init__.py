@@ -1,17 +1,28 @@
 """Figures the reader can move: precomputed frames online, ipywidgets in a kernel.
 
 The book is read online without a kernel, so a figure that recomputes on a slider would be
-dead there. :func:`live_figure` therefore draws *every* point of a finite grid of control
-values when the notebook is executed and stores the frames in the cell's output:
+dead there. :func:`live_figure` therefore stores *every* point of a finite grid of control
+values in the cell's output, and a frame for each:
 
-- ``text/html``: one ``<img>`` and one control per keyword (``<input type="range">`` for a
-  :func:`grid_slider`, ``<select>`` for a :func:`choice`), each with a label, a visible
-  readout and an ``aria-valuetext`` naming the value; a few lines of inline JavaScript swap
-  the image's ``src`` between the frames, stored as small palette PNGs in base64. Nothing else
-  is loaded: no ipywidgets, no require.js. The wrapper carries ``data-live-figure`` (its
-  name), ``data-draw`` (``"module:qualname"`` of the drawing function) and the point of every
-  frame as JSON, so a checker can recompute any frame with :func:`render_frame` (of the
-  function :func:`resolve_draw` finds) and compare pixels;
+- ``text/html``: one ``<picture>`` and one control per keyword (``<input type="range">`` for
+  a :func:`grid_slider`, ``<select>`` for a :func:`choice`), each on one line with its label
+  and a visible readout, and an ``aria-valuetext`` naming the value; a few lines of inline
+  JavaScript swap the picture's sources between the frames, stored as palette PNGs in base64.
+  The starting frame is drawn like a static figure: at twice its CSS size (``width``/
+  ``height`` give the 1x size), with its smallest text in ``data-text-px``, and, when the
+  figure is too wide for a phone, also in its phone form
+  (:func:`attnlib.plots.forms.phone_form`), served to narrow viewports. Every other frame is
+  stored as a light draft (wide form, low resolution, ``"draft": true``) that a notebook
+  swaps in: drawing them all in both forms would take minutes of a chapter's run. A note
+  says the sliders need a trusted notebook; the script, which an untrusted
+  notebook does not run, hides it. Nothing else is loaded: no ipywidgets, no require.js. The
+  wrapper carries ``data-live-figure`` (its name), ``data-draw`` (``"module:qualname"`` of
+  the drawing function) and the point of every frame as JSON, so a checker can recompute any
+  frame with :func:`render_frame` (of the function :func:`resolve_draw` finds, in the form
+  shown) and compare pixels. The book's build (``book/_ext/book_live.py``) draws every
+  draft again in both forms at the book's resolution (the same bytes as :func:`render_frame`,
+  kept in a cache between builds) and moves the frames into files, so that a page loads only
+  the frames a reader shows;
 - ``text/plain``: one deterministic line naming the grid, so nbval compares it.
 
 The stored output holds no widget: a widget view would make the book load the ipywidgets

@@ -4,21 +4,30 @@ with the few lines of JavaScript that swap them (see :mod:`attnlib.widgets`)."""
 from __future__ import annotations
 
 import base64
+import functools
 import html
+import io
 import itertools
 import json
+import math
 import re
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from .._checks import AttnInputError, check_int
+from .._checks import AttnInputError, as_entries, check_int
+from ..plots.forms import READABLE_PX
 from .controls import _MAX_FRAMES, _GridControl
-from .frames import _draw_spec, render_frame
+from .frames import _FRAME_COLORS, _FRAME_DPI, PIXEL_RATIO, _draw_spec, _needs_phone_form, _render
 
-__all__ = ["live_figure"]
+__all__ = ["live_figure", "phone_breakpoint", "UNTRUSTED_NOTE"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+#: The notebook stores every frame but the starting one as a draft at this resolution (wide form
+#: only): drawing each frame in both forms at the book's resolution would make a chapter with a
+#: large grid run for minutes. A notebook swaps the drafts in; the book's build draws every
+#: frame in both forms from its point (book/_ext/book_live.py) and serves those.
+_DRAFT_DPI = 66
 #: The largest exponent of a :func:`_log2_slider`: 2**k is then still a finite float.
 _MAX_EXPONENT = 1023
 
@@ -33,12 +42,18 @@ def _json(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-# Swaps the image on every input: the frame index is row-major over the controls, in order.
+# Hides the note for an untrusted notebook (this script running is the proof it is not needed)
+# and swaps the frame on every input: its index is row-major over the controls, in order.
 _SWAP_JS = """(() => {
   const root = document.currentScript.parentElement;
   const data = JSON.parse(root.querySelector('script.live-figure-data').textContent);
-  const img = root.querySelector('img');
+  const img = root.querySelector('img'), source = root.querySelector('source');
   const inputs = Array.from(root.querySelectorAll('[data-control]'));
+  root.querySelectorAll('.live-figure-untrusted').forEach(el => { el.hidden = true; });
+  const put = (el, f) => {
+    el.setAttribute('width', f.width); el.setAttribute('height', f.height);
+    el.dataset.textPx = f.text_px;
+  };
   const show = () => {
     let k = 0;
     inputs.forEach((el, i) => {
@@ -49,18 +64,89 @@ _SWAP_JS = """(() => {
       root.querySelector('output[for="' + el.id + '"]').textContent = c.labels[j];
     });
     const f = data.frames[k];
-    img.src = f.src; img.alt = f.alt; img.dataset.point = JSON.stringify(f.point);
+    if (source) { const g = f.phone || f; source.srcset = g.src; put(source, g); }
+    img.src = f.src; put(img, f); img.alt = f.alt; img.dataset.point = JSON.stringify(f.point);
   };
   inputs.forEach(el => el.addEventListener('input', show));
 })();"""
 
+#: What an untrusted notebook shows instead of moving sliders (its HTML runs no script).
+UNTRUSTED_NOTE = (
+    "The sliders work once this cell is re-run, or the notebook is trusted (Trust Notebook in"
+    " the command palette, Ctrl+Shift+C)."
+)
 
+# Each control is one line that never wraps apart: label, control and readout; the slider
+# gives up width first. The frame is shown at its 1x size, or narrower with the column.
 _STYLE = (
     "<style>.live-figure img{max-width:100%;height:auto;display:block}"
     ".live-figure-controls{display:flex;flex-wrap:wrap;gap:.3em 1.5em;margin:.4em 0}"
-    ".live-figure-controls label{display:flex;align-items:center;gap:.5em}"
-    ".live-figure-controls output{min-width:6em;font-variant-numeric:tabular-nums}</style>"
+    ".live-figure-control{display:flex;flex-wrap:nowrap;align-items:center;gap:.5em;"
+    "max-width:100%}.live-figure-control label{flex:none;white-space:nowrap}"
+    ".live-figure-control input[type=range]{flex:1 1 9em;min-width:4em;width:9em}"
+    ".live-figure-control output{flex:none;min-width:3.5em;white-space:nowrap;"
+    "font-variant-numeric:tabular-nums}.live-figure-untrusted{font-style:italic}</style>"
 )
+
+# A phone form is served below the viewport width at which the wide frame, shrunk with the
+# column (the viewport less this padding), would show text under READABLE_PX; never from the
+# width at which the book shows its desktop layout.
+_COLUMN_PADDING_PX = 32
+_DESKTOP_WIDTH = 992
+
+
+def phone_breakpoint(frames: list[dict]) -> int:
+    """The widest viewport, in CSS px, at which a live figure serves its phone frames.
+
+    A wide frame ``width`` CSS px across shows its smallest text at ``text_px`` /
+    :data:`PIXEL_RATIO` CSS px, and in a narrower column c at that times c / ``width``: under
+    ``READABLE_PX`` for every column narrower than ``width`` · ``READABLE_PX`` / shown. The
+    breakpoint is the widest such column over ``frames`` (dicts with ``width`` and
+    ``text_px``, None for a frame without text; drafts are skipped) plus the page's padding,
+    and never reaches the desktop layout.
+
+    Raises :class:`attnlib.AttnInputError` if ``frames`` is not a list of such dicts, with a
+    positive ``width`` and a ``text_px`` that is None or a number >= 0.
+    """
+    frames = as_entries("frames", frames, entry_type=dict, max_len=_MAX_FRAMES)
+    for f in frames:
+        width, text = f.get("width"), f.get("text_px")
+        if isinstance(width, bool) or not isinstance(width, int | float) or not width > 0:
+            raise AttnInputError(f"frames: each needs a positive width, got {width!r:.40}")
+        if not math.isfinite(width):
+            raise AttnInputError(f"frames: each needs a finite width, got {width!r:.40}")
+        if text is not None and (not isinstance(text, int | float) or not text >= 0):
+            raise AttnInputError(f"frames: text_px must be None or >= 0, got {text!r:.40}")
+    column = 0.0
+    for f in frames:
+        if f["text_px"] is not None and not f.get(
+            "draft"
+        ):  # a frame with no text is readable at any width
+            shown = f["text_px"] / PIXEL_RATIO
+            column = max(column, f["width"] * READABLE_PX / shown if shown > 0 else math.inf)
+    if math.isinf(column):
+        return _DESKTOP_WIDTH - 1
+    return min(math.ceil(column) + _COLUMN_PADDING_PX, _DESKTOP_WIDTH - 1)
+
+
+def _frame_entry(png: bytes, text_px: float, *, dpi: int = _FRAME_DPI) -> dict:
+    """A frame as the page stores it: inline PNG, 1x size in CSS px (the book's figures are
+    drawn at 100 dpi, so a PNG saved at ``dpi`` is shown at 100/``dpi`` of its pixels),
+    smallest text in image px."""
+    from PIL import Image
+
+    width, height = Image.open(io.BytesIO(png)).size
+    return {
+        "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+        "width": round(width * 100 / dpi),
+        "height": round(height * 100 / dpi),
+        "text_px": round(text_px, 2) if math.isfinite(text_px) else None,  # None: no text
+    }
+
+
+def _size_attributes(f: dict) -> str:
+    size = f'width="{f["width"]}" height="{f["height"]}"'
+    return size if f["text_px"] is None else f'{size} data-text-px="{f["text_px"]:g}"'
 
 
 class _LiveFigure:
@@ -69,8 +155,11 @@ class _LiveFigure:
     Built by :func:`live_figure`. Attributes: ``name``, ``draw`` (the function), ``spec``
     (``"module:qualname"``), ``controls`` (keyword → a :func:`grid_slider` or :func:`choice`),
     ``fixed`` (keywords passed unchanged to every frame), ``alt`` (what the figure shows),
-    ``points`` (the grid points, row-major over the controls) and ``frames`` (their PNG
-    bytes).
+    ``points`` (the grid points, row-major over the controls); and, drawn when first needed,
+    ``frames`` (their PNG bytes, form ``"wide"``), ``text_px`` (the smallest text of each, in
+    image pixels), and ``phone_frames`` and ``phone_text_px``, the same in form ``"phone"``,
+    or None when the starting frame needs no phone form
+    (:func:`attnlib.plots.forms.needs_phone_form`).
     """
 
     def __init__(self, draw, controls: dict, *, name: str, alt: str, fixed: dict | None = None):
@@ -82,7 +171,52 @@ class _LiveFigure:
             {**fixed, **dict(zip(controls, vals, strict=True))}
             for vals in itertools.product(*grids)
         ]
-        self.frames = [render_frame(draw, p) for p in self.points]
+
+    @functools.cached_property
+    def _drawn(self) -> dict:
+        """Every frame in both forms at the book's resolution, drawn once, when first asked
+        for (the book's build draws the same from the page's points)."""
+        wide = self._draw_all("wide")
+        # Every frame has the phone form when the starting one needs it: one form per page.
+        phone = self._draw_all("phone") if self._needs_phone else None
+        return {"wide": wide, "phone": phone}
+
+    @functools.cached_property
+    def _needs_phone(self) -> bool:
+        return _needs_phone_form(self.draw, self.default)
+
+    @functools.cached_property
+    def _start(self) -> dict:
+        """The starting frame at the book's resolution, wide and (when needed) phone form."""
+        draw = functools.partial(_render, self.draw, self.default, dpi=_FRAME_DPI)
+        return {
+            "wide": draw(colors=_FRAME_COLORS, form="wide"),
+            "phone": draw(colors=_FRAME_COLORS, form="phone") if self._needs_phone else None,
+        }
+
+    @property
+    def frames(self) -> list[bytes]:
+        return self._drawn["wide"][0]
+
+    @property
+    def text_px(self) -> list[float]:
+        return self._drawn["wide"][1]
+
+    @property
+    def phone_frames(self) -> list[bytes] | None:
+        return self._drawn["phone"][0] if self._drawn["phone"] else None
+
+    @property
+    def phone_text_px(self) -> list[float] | None:
+        return self._drawn["phone"][1] if self._drawn["phone"] else None
+
+    def _draw_all(self, form: str) -> tuple[list[bytes], list[float]]:
+        """Every frame in ``form``: the PNGs and their smallest text, in image pixels."""
+        drawn = [
+            _render(self.draw, p, dpi=_FRAME_DPI, colors=_FRAME_COLORS, form=form)
+            for p in self.points
+        ]
+        return [png for png, _ in drawn], [px for _, px in drawn]
 
     @property
     def default(self) -> dict:
@@ -109,27 +243,32 @@ class _LiveFigure:
         )
         start = ", ".join(f"{c.description} = {c.labels[c.index]}" for c in self.controls.values())
         return (
-            f"live figure {self.name!r}: {len(self.frames)} frames of {self.spec} over {grids}; "
+            f"live figure {self.name!r}: {len(self.points)} frames of {self.spec} over {grids}; "
             f"shown at {start}"
         )
 
-    def _repr_html_(self) -> str:
-        e = html.escape
-        uid = f"live-figure-{self.name}"
-        frames = [
-            {
-                "point": p,
-                "alt": self.alt_text(i),
-                "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
-            }
-            for i, (p, png) in enumerate(zip(self.points, self.frames, strict=True))
-        ]
-        controls = [
-            {"name": k, "description": c.description, "labels": list(c.labels)}
-            for k, c in self.controls.items()
-        ]
-        start = frames[self.default_index]
-        rows = []
+    def _frame_data(self) -> list[dict]:
+        """Every frame as the notebook stores it: point, alt text, the inline PNG, its 1x size
+        and smallest text (:func:`_frame_entry`). The starting frame is at the book's
+        resolution, with ``phone``, the same for its phone form (when there is one); every
+        other frame is a draft (``"draft": true``), the wide form at :data:`_DRAFT_DPI`, which
+        a notebook swaps in and the book's build replaces."""
+        frames, start = [], self.default_index
+        for i, p in enumerate(self.points):
+            f = {"point": p, "alt": self.alt_text(i)}
+            if i == start:
+                f.update(_frame_entry(*self._start["wide"]))
+                if self._start["phone"] is not None:
+                    f["phone"] = _frame_entry(*self._start["phone"])
+            else:
+                draft = _render(self.draw, p, dpi=_DRAFT_DPI, colors=_FRAME_COLORS, form="wide")
+                f.update(_frame_entry(*draft, dpi=_DRAFT_DPI), draft=True)
+            frames.append(f)
+        return frames
+
+    def _control_rows(self, uid: str) -> str:
+        """One line per control: its label, the control and its readout."""
+        e, rows = html.escape, []
         for key, c in self.controls.items():
             cid, j = f"{uid}-{key}", c.index
             common = f'id="{cid}" data-control="{e(key)}" aria-label="{e(c.description)}"'
@@ -145,15 +284,36 @@ class _LiveFigure:
                 )
                 field = f"<select {common}>{opts}</select>"
             rows.append(
-                f'<label for="{cid}">{e(c.description)} {field}</label>'
-                f'<output for="{cid}" aria-live="polite">{e(c.labels[j])}</output>'
+                f'<span class="live-figure-control"><label for="{cid}">{e(c.description)}</label>'
+                f'{field}<output for="{cid}" aria-live="polite">{e(c.labels[j])}</output></span>'
+            )
+        return "".join(rows)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        uid = f"live-figure-{self.name}"
+        frames = self._frame_data()
+        controls = [
+            {"name": k, "description": c.description, "labels": list(c.labels)}
+            for k, c in self.controls.items()
+        ]
+        start = frames[self.default_index]
+        image = (
+            f'<img src="{start["src"]}" {_size_attributes(start)} alt="{e(start["alt"])}" '
+            f'data-point="{e(_json(start["point"]))}">'
+        )
+        if "phone" in start:
+            media = f"(max-width: {phone_breakpoint(frames)}px)"
+            image = (
+                f'<source media="{media}" srcset="{start["phone"]["src"]}" '
+                f"{_size_attributes(start['phone'])}>{image}"
             )
         return (
             f'<div class="live-figure" id="{uid}" data-live-figure="{e(self.name)}" '
             f'data-draw="{e(self.spec)}" data-fixed="{e(_json(self.fixed))}">{_STYLE}'
-            f'<img src="{start["src"]}" alt="{e(start["alt"])}" '
-            f'data-point="{e(_json(start["point"]))}">'
-            f'<div class="live-figure-controls">{"".join(rows)}</div>'
+            f'<p class="live-figure-untrusted">{e(UNTRUSTED_NOTE)}</p>'
+            f'<picture class="live-figure-frame">{image}</picture>'
+            f'<div class="live-figure-controls">{self._control_rows(uid)}</div>'
             f'<script type="application/json" class="live-figure-data">'
             f"{_json({'controls': controls, 'frames': frames})}</script>"
             f"<script>{_SWAP_JS}</script></div>"
