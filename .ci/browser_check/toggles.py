@@ -24,7 +24,8 @@ def toggle_problems(where: str, found: bool, shown_before: bool, shown_after: bo
 
 def _try_toggle(pw_page, cell) -> tuple[bool, bool, bool]:
     """(has a toggle, output shown before the click, output shown after it)."""
-    toggle = cell.query_selector("details > summary")
+    # The output's own toggle: a cell whose input is folded too has two.
+    toggle = cell.query_selector("details:has(.cell_output) > summary")
     output = cell.query_selector("details .cell_output")
     if toggle is None or output is None:
         return False, False, False
