@@ -8,6 +8,8 @@ loaded from ``file://`` (the same offline MathJax as the site), printed only aft
 typeset every formula and every image has loaded. Before printing, a table of contents is
 written from the chapter titles (each links to its chapter, and the PDF's outline holds them
 too), collapsed solutions and hidden cells are opened, and each chapter starts a new page.
+Figures print in their desktop form, and a display equation wider than the page is scaled
+down to fit it (nothing scrolls on paper).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ PREPARE_JS = r"""
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   document.querySelectorAll('button.toggle-button').forEach(b => b.remove());
+  // A figure with a phone form is a <picture> whose <source> serves that form below some
+  // viewport width, which the A4 column can be under: print the desktop form (the <img>).
+  document.querySelectorAll('picture > source').forEach(s => s.remove());
   // The table of contents: the title of every document after the preface, in book order.
   // Sphinx's single-page build marks where each document starts with <span id="document-...">.
   const entries = [];
@@ -68,12 +73,44 @@ PREPARE_JS = r"""
     .book-pdf-toc ol { list-style: none; padding-left: 0; }
     .book-pdf-toc li { margin: 0.35em 0; font-size: 1.15em; }
     pre, .highlight pre { white-space: pre-wrap; overflow-wrap: anywhere; }
-    div.math mjx-container[display="true"] { overflow: visible; }
+    div.math, div.math mjx-container[display="true"] { overflow: visible !important; }
     img { max-width: 100% !important; break-inside: avoid; }
     figure, .cell_output { break-inside: avoid-page; }
   `;
   document.head.appendChild(style);
   return entries.length;
+}
+"""
+
+# The printed column: A4 less the side margins of page.pdf below, in CSS px (96 per inch).
+PRINT_WIDTH_PX = round((210 - 14 - 14) / 25.4 * 96)
+
+# In print nothing scrolls, and MathJax 3 does not break lines: a display equation wider than
+# the printed column (beside its number) is scaled down to fit it. Returns how many were, and
+# the start of each one that still sticks out of its column after that (none, or no PDF).
+FIT_EQUATIONS_JS = r"""
+() => {
+  const shown = [];
+  for (const c of document.querySelectorAll('mjx-container[display="true"]')) {
+    const d = c.closest('div.math') || c.parentElement;
+    const content = c.querySelector('mjx-math');
+    if (content && d.getBoundingClientRect().width > 0) shown.push([c, d, content]);
+  }
+  let scaled = 0;
+  for (const [c, d, content] of shown) {
+    const number = d.querySelector(':scope > span.eqno');
+    const room = d.clientWidth - (number ? number.getBoundingClientRect().width + 8 : 0);
+    const wide = content.getBoundingClientRect().width;
+    if (room > 0 && wide > room) {
+      c.style.zoom = String(Math.floor((room / wide) * 1000) / 1000);
+      scaled += 1;
+    }
+  }
+  const outside = shown.filter(([c, d, content]) => {
+    const r = content.getBoundingClientRect(), box = d.getBoundingClientRect();
+    return r.right > box.right + 1 || r.left < box.left - 1;
+  });
+  return [scaled, outside.map(([c]) => (c.textContent || '').trim().slice(0, 60))];
 }
 """
 
@@ -121,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
             " if (d.lazyTypesetAll) await d.lazyTypesetAll(); return true; }"
         )
         page.emulate_media(media="print")
+        page.set_viewport_size({"width": PRINT_WIDTH_PX, "height": 1400})
+        scaled, outside = page.evaluate(FIT_EQUATIONS_JS)
+        if outside:
+            browser.close()
+            print(f"pdf: FAILED: {len(outside)} display equations wider than the page: {outside}")
+            return 1
         args.out.parent.mkdir(parents=True, exist_ok=True)
         page.pdf(
             path=str(args.out),
@@ -140,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     size = args.out.stat().st_size / 1e6
     print(
         f"pdf: {args.out} ({size:.1f} MB, {chapters} documents in the contents, "
-        f"{time.perf_counter() - t0:.0f} s)"
+        f"{scaled} display equations scaled to the page, {time.perf_counter() - t0:.0f} s)"
     )
     return 0
 
