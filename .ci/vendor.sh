@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 command -v npm >/dev/null 2>&1 || { echo "vendor: npm not found; math and widgets will load from CDNs"; exit 3; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent mathjax@3.2.2 requirejs@2.3.7 @jupyter-widgets/html-manager@1.0.6 >/dev/null)
+(cd "$tmp" && npm pack --silent mathjax@3.2.2 requirejs@2.3.7 @jupyter-widgets/html-manager@1.0.6 axe-core@4.10.2 >/dev/null)
 for f in "$tmp"/*.tgz; do d="${f%.tgz}"; mkdir -p "$d"; tar xzf "$f" -C "$d"; done
 rm -rf _vendor && mkdir -p _vendor/mathjax/output/chtml _vendor/widgets
 mj="$tmp/mathjax-3.2.2/package/es5"
@@ -58,5 +58,10 @@ cat > _vendor/widgets/offline.js <<'JS'
   });
 })();
 JS
+# axe-core runs only in the browser check (.ci/browser_check/a11y.py), never in the site: it goes
+# next to the check, in a git-ignored node_modules/, not into _vendor/ (served as _static/).
+mkdir -p .ci/browser_check/node_modules/axe-core
+cp "$tmp/axe-core-4.10.2/package/axe.min.js" .ci/browser_check/node_modules/axe-core/
 touch _vendor/.stamp
-echo "vendor: MathJax 3.2.2, require.js 2.3.7 and html-manager 1.0.6 in _vendor/"
+echo "vendor: MathJax 3.2.2, require.js 2.3.7 and html-manager 1.0.6 in _vendor/;" \
+  "axe-core 4.10.2 for the browser check"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import re
 import threading
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from .scripts import js
 from .settings import RAW_TEX
 
 QUERY = "gradient"
+# TeX whose backslash was stripped but whose command was left as a word ("mathcal A = {a_1,
+# dots"): a snippet must read like the rendered text.
+TEX_WORDS = re.compile(
+    r"\b(?:mathcal|mathbb|mathbf|mathrm|operatorname|ldots|cdots|dots|frac|sqrt|lceil|rceil"
+    r"|varepsilon|Theta|Omega|textstyle|displaystyle)\b|\bleft[(\[|]|\bright[)\]|]"
+)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -34,11 +41,13 @@ def serve(root: Path):
 
 
 def check_snippets(snippets: list[str]) -> list[str]:
-    """No snippet shows raw TeX (the first three are named)."""
+    """No snippet shows raw TeX or TeX command words (the first three of each are named)."""
     fails = []
-    for t in [t for t in snippets if RAW_TEX.search(t)][:3]:
-        m = RAW_TEX.search(t)
-        fails.append(f"raw TeX in a search snippet: {t[max(0, m.start() - 30) : m.end() + 30]!r}")
+    for pattern, what in ((RAW_TEX, "raw TeX"), (TEX_WORDS, "a TeX command word")):
+        for t in [t for t in snippets if pattern.search(t)][:3]:
+            m = pattern.search(t)
+            cut = t[max(0, m.start() - 30) : m.end() + 30]
+            fails.append(f"{what} in a search snippet: {cut!r}")
     return fails
 
 
@@ -61,5 +70,9 @@ def check_search(root: Path, browser) -> tuple[list[str], int]:
         return [f"search gave no snippets: {str(e).splitlines()[0]}"], 1
     fails = check_snippets(snippets)
     raw = sum(bool(RAW_TEX.search(t)) for t in snippets)
-    print(f"browser-check: search: {len(snippets)} snippets for {QUERY!r}, {raw} with raw TeX")
+    words = sum(bool(TEX_WORDS.search(t)) for t in snippets)
+    print(
+        f"browser-check: search: {len(snippets)} snippets for {QUERY!r}, {raw} with raw TeX, "
+        f"{words} with TeX command words"
+    )
     return fails, len(snippets)

@@ -18,32 +18,49 @@
     });
   });
 
-  // A figure opens at full size on tap or click: wrap each output or figure image that is not
-  // already a link in a link to itself.
-  document.querySelectorAll(".bd-article .cell_output img, .bd-article figure img").forEach(
-    function (img) {
-      if (img.closest("a")) return;
-      var link = document.createElement("a");
-      link.href = img.getAttribute("src");
-      link.className = "book-fullsize";
-      link.title = "Open the figure at full size";
-      img.parentNode.insertBefore(link, img);
-      link.appendChild(img);
-    }
-  );
-
-  // Search snippets are cut from the pages' HTML, where math is still TeX source; show it
-  // without its delimiters and backslashes ("Theta(n^2 d)", not "\(\Theta(n^2 d)\)").
+  // Search snippets are cut from the pages' HTML, where math is still TeX source; show each
+  // formula as plain text, its commands as the symbols they stand for ("\\(\\mathcal A = \\{a_1,
+  // \\dots\\}\\)" reads "A = {a_1, …}"); the same rules as tex_to_text in book/_ext/book_a11y.py.
   // (searchtools.js declares Search with const: a global binding, not a window property.)
+  var SYMBOLS = {
+    dots: "…", ldots: "…", cdots: "⋯", cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥",
+    geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "∼", in: "∈", to: "→", infty: "∞",
+    sqrt: "√", top: "ᵀ", pm: "±", mid: "|", lceil: "⌈", rceil: "⌉", lfloor: "⌊", rfloor: "⌋",
+    sum: "∑", prod: "∏", partial: "∂", nabla: "∇", ell: "ℓ", alpha: "α", beta: "β",
+    gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", eta: "η", theta: "θ", lambda: "λ",
+    mu: "μ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ", varphi: "φ", omega: "ω",
+    Theta: "Θ", Omega: "Ω", Delta: "Δ", Sigma: "Σ", Phi: "Φ", Lambda: "Λ", Pi: "Π",
+    Gamma: "Γ", quad: " ", qquad: " ", ",": " ", ";": " ", "!": "", "%": "%", "&": "&",
+    _: "_", "#": "#",
+  };
+  var FUNCTIONS = /^(log|exp|max|min|poly|softmax|sin|cos|det|lim)$/;
+  function texToText(tex) {
+    return tex
+      .replace(/\^\\top/g, "\\top")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\\{/g, "\u0000")
+      .replace(/\\\}/g, "\u0001")
+      .replace(/\\(begin|end)\{[^}]*\}/g, "")
+      .replace(/\\([A-Za-z]+|.)(\s?)/g, function (m, name, space) {
+        if (Object.prototype.hasOwnProperty.call(SYMBOLS, name)) return SYMBOLS[name] + space;
+        return FUNCTIONS.test(name) ? name + space : "";
+      })
+      .replace(/[{}]/g, "")
+      .replace(/\u0000/g, "{")
+      .replace(/\u0001/g, "}")
+      .replace(/\s+/g, " ")
+      .trim();
+  }
   // eslint-disable-next-line no-undef
   if (typeof Search !== "undefined" && typeof Search.htmlToText === "function") {
     var toText = Search.htmlToText;
     Search.htmlToText = function (htmlString, anchor) {
-      return toText(htmlString, anchor)
-        .replace(/\\[()[\]]|\$\$/g, "")
-        .replace(/\\(begin|end)\{[^}]*\}/g, "")
-        .replace(/\\([A-Za-z]+)/g, "$1")
-        .replace(/\\(.)/g, "$1");
+      return toText(htmlString, anchor).replace(
+        /\\\(([\s\S]*?)\\\)|\\\[([\s\S]*?)\\\]|\$\$([\s\S]*?)\$\$/g,
+        function (m, inline, display, dollars) {
+          return texToText(inline || display || dollars || "");
+        }
+      );
     };
   }
 })();
