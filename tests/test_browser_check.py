@@ -97,7 +97,7 @@ def test_a_redirect_page_is_only_link_checked():
 
 
 def test_figures_pass_when_numbered_per_chapter_and_on_the_preface():
-    for rel, n in (("book/01_good.html", 2), ("book/intro.html", 1)):
+    for rel, n in (("book/01_good.html", 3), ("book/intro.html", 1)):
         assert static.check_figures(rel, SITE, _page(rel)[1]) == ([], n)
     # A page not built from a notebook has no figures to number.
     assert static.check_figures("book/glossary.html", SITE, _page("book/glossary.html")[1]) == (
@@ -158,7 +158,7 @@ def test_check_static_counts_each_kind_on_a_chapter():
     path, soup = _page("book/01_good.html")
     fails, checks = static.check_static(path, SITE, soup, static.Ids())
     assert fails == []
-    assert checks == Counter(links=8, figures=2, glossary=2, download=1, favicon=1)
+    assert checks == Counter(links=8, figures=3, glossary=2, download=1, favicon=1)
 
 
 def test_bibliography_passes_when_every_entry_is_listed():
@@ -215,7 +215,7 @@ def test_a_broken_record_fails_every_check_in_order():
         "390px: display equation clipped: 'eq-1 S = QK^T'",
         "1 images without a real alt text, e.g. _images/0123456789abcdef0123.png",
         "ready after 4.20 s (fastest of 3 cold loads), over the 3 s budget",
-        "page loads 3.50 MB, over the 3 MB budget",
+        "page loads 4.50 MB, over the 4 MB budget",
         "3 math elements but no MathJax script on the page",
         "math not typeset by MathJax: '\\\\frac{a}{b}'",
         "MathJax TeX error: 'Undefined control sequence \\\\foo'",
@@ -305,7 +305,7 @@ def test_collapsed_outputs():
 def live_states():
     states = _json("live_states.json")
     frames = {p: live.shown_pixels(uri) for p, uri in states["frames"].items()}
-    return states, lambda draw, point: frames[point]
+    return states, lambda draw, point, form="wide": frames[point]
 
 
 def test_a_live_figure_that_is_right_passes(live_states):
@@ -323,19 +323,71 @@ def test_a_live_figure_that_is_wrong_fails_each_check(live_states):
         "io: the image did not load",
         "io: the image is wider than the viewport (612px)",
         "io: the image has no real alt text",
+        "io: the note for an untrusted notebook shows",
         "io: control n has no label",
         "io: control n is not visible",
         "io: slider n has no aria-valuetext",
         "io: control n reads '0.30000000000000004'",
         "io: the alt text does not name n = '0.30000000000000004'",
+        "io: the readout of n is not on its control's line",
         "io: the alt text does not name kernel = 'flash'",
-        'io: the frame shown at {"n": 0, "kernel": 0} differs from '
+        'io: the wide frame shown at {"n": 0, "kernel": 0} differs from '
         "attnlib.plots.iomodel:io_frame's",
     ]
     assert live.check_live_state(s["not_inline"], "io", frames) == [
-        'io: frame at {"n": 0, "kernel": 0} not recomputed: the frame is not an inline PNG: '
-        "../_images/io.png"
+        'io: frame at {"n": 0, "kernel": 0} (wide) not recomputed: the frame is neither an '
+        "inline PNG nor a file: ../_images/io.png"
     ]
+
+
+def test_a_live_figure_is_numbered_sharp_and_hides_its_untrusted_note(live_states):
+    s, _ = live_states
+    assert live.check_caption(s["good"], "io", None) == []
+    assert live.check_sharp(s["good"], "io") == []
+    assert live.check_caption(s["good"], "io", 4) == [
+        "io: the live figure is not numbered 'Figure 4.k' (got 'Figure 1')"
+    ]
+    assert live.check_caption(s["bad"], "io", 1) == [
+        "io: Figure 1.1 has a number but no caption text"
+    ]
+    assert live.check_caption({**s["good"], "number": None}, "io", None) == [
+        "io: the live figure is not numbered 'Figure k' (got None)"
+    ]
+    assert live.check_sharp({**s["bad"], "ok": True}, "io") == [
+        "io: the frame is 1.00x its shown width (< 1.9x)"
+    ]
+
+
+def test_a_readout_must_stay_on_its_controls_line():
+    c = {"id": "n", "box": {"top": 0, "bottom": 20, "left": 10, "right": 200}}
+    beside = {"top": 2, "bottom": 18, "left": 208, "right": 250}
+    assert live.readout_problems({**c, "readout_box": beside}, "io") == []
+    below = {"top": 24, "bottom": 40, "left": 10, "right": 50}
+    over = {**beside, "left": 150}
+    for box in (below, over):
+        assert live.readout_problems({**c, "readout_box": box}, "io") == [
+            "io: the readout of n is not on its control's line"
+        ]
+    assert live.readout_problems({**c, "readout_box": None}, "io") == [
+        "io: control n has no readout beside it"
+    ]
+
+
+def test_a_blank_panel_is_found_among_a_live_figures_frames(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    drawn = np.full((60, 90, 3), 255, np.uint8)
+    drawn[30:32, 10:80] = (31, 119, 180)  # a curve across the axes
+    blank = np.full((60, 90, 3), 255, np.uint8)
+    blank[5:8, 5:20] = (255, 127, 14)  # a short coloured word, no data
+    blank[50, :] = 0  # the x axis, in black
+    assert live.blank_frames({"a": drawn}, "io") == []
+    assert live.blank_frames({"a": drawn, "b": blank}, "io") == [
+        "io: frame b is a blank panel (data ink across 17%)"
+    ]
+    Image.fromarray(blank).save(tmp_path / "blank.png")  # a frame written out as a file
+    assert np.array_equal(live.shown_pixels((tmp_path / "blank.png").as_uri()), blank)
 
 
 def test_moving_a_live_figure_control_must_change_what_it_shows(live_states):
@@ -471,8 +523,8 @@ def test_driving_a_live_figure_finds_a_control_that_changes_nothing(chromium):
     browser = importlib.import_module("browser_check.browser")
     pixels = {}
 
-    def frames(draw, point):
-        assert draw == "fixture:frame"
+    def frames(draw, point, form="wide"):
+        assert draw == "fixture:frame" and form == "wide"
         return pixels[json.loads(point)["n"]]
 
     with browser.offline_page(chromium, 390) as pw_page:
@@ -490,3 +542,355 @@ def test_driving_a_live_figure_finds_a_control_that_changes_nothing(chromium):
         "live.html 390px stuck: moving stuck-n left its readout or alt",
         "live.html 390px stuck: moving stuck-n left its aria-valuetext",
     ]
+
+
+# Prose first: code share, fold summaries, cut outputs (.ci/browser_check/prose.py) ---------
+
+prose = importlib.import_module("browser_check.prose")
+
+
+def test_prose_code_share_passes_at_the_limit_and_fails_above_it():
+    assert prose.share_problems("p.html", {"input": 100.0, "article": 1000.0}) == []
+    assert prose.share_problems("p.html", {"input": 101.0, "article": 1000.0}) == [
+        "p.html: unfolded code input is 10% of the page at 1400px (at most 10%)"
+    ]
+
+
+def test_prose_a_fold_needs_a_summary_of_its_own():
+    prompts = ["Figure 7.2: time against n", "Show code cell source", ""]
+    assert prose.summary_problems("p.html", prompts) == [
+        "p.html: folded cell 2 has no summary on its toggle ('Show code cell source')",
+        "p.html: folded cell 3 has no summary on its toggle ('')",
+    ]
+
+
+def test_prose_a_cut_output_needs_a_scroll_shadow():
+    shadow = "linear-gradient(to right, red, blue), radial-gradient(red, blue)"
+    cut = [
+        {"text": "signed", "image": shadow, "attachment": "local, scroll"},
+        {"text": "no image", "image": "none", "attachment": "scroll"},
+        {"text": "not local", "image": shadow, "attachment": "scroll, scroll"},
+    ]
+    assert prose.cut_problems("p.html", cut) == [
+        "p.html: output cut at 390px with no scroll sign: 'no image'",
+        "p.html: output cut at 390px with no scroll sign: 'not local'",
+    ]
+
+
+def test_prose_page_script_measures_shares_prompts_and_cut_outputs(chromium):
+    page = chromium.new_page(viewport={"width": 390, "height": 844})
+    page.goto((FIXTURES / "pages" / "prose.html").resolve().as_uri(), wait_until="load")
+    seen = page.evaluate(prose.MEASURE_JS, prose.LONG_LINES)
+    cut = page.evaluate(prose.CUT_JS)
+    page.close()
+    assert seen["input"] == 300 and seen["long"] == 0
+    assert seen["prompts"] == ["Show code cell source", "Figure 1.1: time against n"]
+    assert len(prose.share_problems("prose.html", seen)) == 1
+    assert len(prose.summary_problems("prose.html", seen["prompts"])) == 1
+    assert [c["text"][:20] for c in cut] == ["a cut output with no", "a cut output with a "]
+    assert prose.cut_problems("prose.html", cut) == [
+        "prose.html: output cut at 390px with no scroll sign: "
+        "'a cut output with no sign that it scrolls, much wider than a'"
+    ]
+
+
+# Keyboard, contrast, the head and ids (.ci/browser_check/a11y.py) ----------------------------
+
+a11y = importlib.import_module("browser_check.a11y")
+
+
+def test_a11y_head_and_ids_pass_on_a_good_page_and_fail_on_a_bad_one():
+    good = static.parse(FIXTURES / "pages" / "a11y_good.html")
+    bad = static.parse(FIXTURES / "pages" / "a11y_bad.html")
+    assert a11y.check_head("good.html", good) == a11y.check_ids("good.html", good) == []
+    assert a11y.check_head("bad.html", bad) == [
+        "bad.html: 2 viewport meta tags (one wanted)",
+        "bad.html: 0 description meta tags (one wanted)",
+        "bad.html: 0 og:title tags (one, not empty, wanted)",
+        "bad.html: 0 og:description tags (one, not empty, wanted)",
+        "bad.html: 0 og:type tags (one, not empty, wanted)",
+        "bad.html: 0 og:site_name tags (one, not empty, wanted)",
+    ]
+    assert a11y.check_ids("bad.html", bad) == ["bad.html: 1 duplicate ids (box x2)"]
+
+
+def test_a11y_a_description_must_be_short_plain_text():
+    soup = static.parse(FIXTURES / "pages" / "a11y_good.html")
+    meta = soup.find("meta", attrs={"name": "description"})
+    meta["content"] = "The cost is \\(\\Theta(n^2)\\). " + "word " * 40
+    assert a11y.check_head("p.html", soup) == [
+        "p.html: description of 228 characters (> 160)",
+        "p.html: TeX in the description: "
+        "'The cost is \\\\(\\\\Theta(n^2)\\\\). word word word word word word w'",
+    ]
+
+
+def test_a11y_judges_axe_tabs_and_rings():
+    violations = [{"id": "color-contrast", "nodes": [{"target": "a.x", "link": True}]}]
+    assert a11y.check_axe("p @390px", violations) == [
+        "p @390px: axe color-contrast: 1 element(s): a.x"
+    ]
+    assert a11y.check_axe("p", []) == []
+    assert a11y.check_tabs("p", a11y.MAX_TABS) == []
+    assert a11y.check_tabs("p", a11y.MAX_TABS + 1) == [
+        f"p: {a11y.MAX_TABS + 1} Tab presses to the first slider (> {a11y.MAX_TABS})"
+    ]
+    assert a11y.check_tabs("p", None) == [
+        "p: the first slider or drop-down list is not reached by Tab"
+    ]
+    ring = {"inHeader": True, "visible": True, "outline": 3.0, "shadow": "", "label": "a"}
+    shadow = dict(ring, outline=0, shadow="0 0 0 3px blue", label="b")
+    bare = dict(ring, outline=0, label="Toggle primary sidebar")
+    hidden = dict(bare, visible=False)
+    assert a11y.check_rings("p", [ring, shadow, hidden]) == []
+    assert a11y.check_rings("p", [ring, bare]) == [
+        "p: no focus ring on 1 control(s): Toggle primary sidebar"
+    ]
+
+
+def test_search_snippets_fail_on_tex_command_words():
+    good = ["... the set A = {a_1, …} of gradients ...", "... left and right gradients ..."]
+    bad = ["... the gradient of mathcal A = {a_1, dots} ...", "... frac12 left( x right) ..."]
+    assert search.check_snippets(good) == []
+    assert search.check_snippets(bad) == [
+        "a TeX command word in a search snippet: '... the gradient of mathcal A = {a_1, dots} ...'",
+        "a TeX command word in a search snippet: '... frac12 left( x right) ...'",
+    ]
+
+
+@pytest.fixture(scope="module")
+def axe():
+    if not a11y.AXE.is_file():
+        pytest.skip("no axe-core (make vendor copies it next to the check)")
+
+
+def test_a11y_driving_passes_a_good_page(chromium, axe):
+    page = FIXTURES / "pages" / "a11y_good.html"
+    for width in a11y.A11Y_WIDTHS:
+        fails, seen = a11y._page_at(chromium, page, width, "good.html")
+        assert fails == [] and seen["presses"] == 3
+
+
+def test_a11y_driving_finds_contrast_ids_viewport_rings_and_tab_presses(chromium, axe):
+    page = FIXTURES / "pages" / "a11y_bad.html"
+    fails, seen = a11y._page_at(chromium, page, 390, "bad.html")
+    rules = sorted(v["id"] for v in seen["violations"])
+    assert rules == ["color-contrast", "duplicate-id", "meta-viewport"]
+    assert seen["presses"] == 43
+    assert fails[-2:] == [
+        "bad.html @390px: no focus ring on 1 control(s): Toggle primary sidebar",
+        f"bad.html @390px: 43 Tab presses to the first slider (> {a11y.MAX_TABS})",
+    ]
+    assert [f.split(":")[1] for f in fails[:-2]] == [
+        " axe color-contrast",
+        " axe duplicate-id",
+        " axe meta-viewport",
+    ]
+
+
+# Figures: text size at phone width, desktop form, enlarged view ---------------------------
+
+
+def _figure_row(text_px, natural, client, src="a.png", shown=None, phone=False):
+    return {
+        "src": src,
+        "shown": shown or src,
+        "phone": phone,
+        "text_px": text_px,
+        "natural": natural,
+        "client": client,
+    }
+
+
+def test_figure_text_size_passes_at_the_floor_and_fails_below_it():
+    figures = importlib.import_module("browser_check.figures")
+    floor = figures.TEXT_FLOOR_PX
+    at_floor = _figure_row(2 * floor, 1000, 500)
+    assert figures.text_problems("p", [at_floor]) == []
+    below = _figure_row(2 * floor, 1000, 499, src="b.png")
+    missing = _figure_row(None, 1000, 500, src="c.png")
+    hidden = _figure_row(25.0, 1000, 0, src="d.png")  # collapsed: judged at the column's width
+    assert figures.text_problems("p", [at_floor, below, missing, hidden]) == [
+        f"p: figure b.png shows its text at 9.0 px (< {floor:g} px)",
+        "p: figure c.png has no data-text-px",
+    ]
+    tiny_hidden = _figure_row(10.0, 1000, 0, src="e.png")
+    assert figures.text_problems("p", [at_floor, tiny_hidden]) == [
+        "p: figure e.png shows its text at 5.0 px (< 9 px)"
+    ]
+
+
+def test_figure_desktop_form_and_enlarged_view_problems():
+    figures = importlib.import_module("browser_check.figures")
+    rows = [_figure_row(20, 1000, 784), _figure_row(20, 300, 150, src="w.png", shown="p.png")]
+    assert figures.desktop_problems("p", rows) == ["p: figure w.png shows its phone form p.png"]
+    everything = dict.fromkeys(
+        ("opened", "full_size", "escape", "button", "outside", "keyboard", "focus"), True
+    )
+    assert figures.zoom_problems("p", everything) == []
+    assert figures.zoom_problems("p", {**everything, "escape": False, "focus": False}) == [
+        "p: Escape does not close the enlarged figure",
+        "p: focus does not return to the figure",
+    ]
+    assert len(figures.zoom_problems("p", {})) == 7
+
+
+def test_driving_the_figure_check_finds_small_text_and_enlarges_a_figure(chromium):
+    figures = importlib.import_module("browser_check.figures")
+    page = FIXTURES / "pages" / "figures.html"
+    fails, n, stats = figures._check_page(chromium, page, "figures.html")
+    phone = stats["phone"]
+    assert [r["phone"] for r in phone] == [True, False, False]
+    assert figures.shown_text_px(25, phone[0]["client"], phone[0]["natural"]) == 12.5
+    assert fails == [
+        "figures.html 390px: figure wide.png shows its text at 7.2 px (< 9 px)",
+        "figures.html 390px: figure narrow.png has no data-text-px",
+    ]
+    assert n == 3 + 1  # three figures at phone width, one enlarged at desktop width
+
+
+# A downloaded chapter in JupyterLab (.ci/browser_check/jupyterlab.py) -------------------------
+
+
+def _lab_seen(**changes) -> dict:
+    """What js/jupyterlab_seen.js reports on a notebook that passes, with ``changes``."""
+    seen = {
+        "cells": 3,
+        "markdown": ["2. The machine\nDefinition 2.1 (The red-blue pebble game)"],
+        "boxes": 1,
+        "live": [{"frame": True, "width": 1268, "note": "trusted", "noteShown": True}],
+        "first": {"prompt": "[1]:", "outputs": []},
+    }
+    return {**seen, **changes}
+
+
+def test_lab_raw_myst_finds_roles_fences_and_options_but_not_tex():
+    lab = importlib.import_module("browser_check.jupyterlab")
+    assert lab.raw_myst(["Hong and Kung hk81 \\mathrm{poly}(n) 2^{k}x \\frac{a}{b}c"]) == []
+    assert lab.raw_myst(
+        ["ok", "Hong and Kung {cite}hk81", ":label: def-1", "```{prf:lemma} A"]
+    ) == [
+        "3 of 4 markdown cells show MyST as text (cell 2: '{cite}'; cell 3: ':label:'; "
+        "cell 4: '```{prf:lemma}')"
+    ]
+
+
+def test_lab_check_seen_passes_a_rendered_notebook_and_names_each_problem():
+    lab = importlib.import_module("browser_check.jupyterlab")
+    assert lab.check_seen(_lab_seen()) == []
+    assert lab.check_seen(_lab_seen(boxes=0, live=[])) == [
+        "no MyST admonition or proof box rendered (is jupyterlab-myst installed?)",
+        "no live figure (an output with an image and a control) found",
+    ]
+    hidden = {"frame": False, "width": 0, "note": "trusted", "noteShown": False}
+    assert lab.check_seen(_lab_seen(live=[hidden])) == [
+        "live figure 1: its default frame is not shown",
+        "live figure 1: its note on trust is hidden: 'trusted'",
+    ]
+
+
+def test_lab_first_cell_must_run_cleanly_and_say_attnlib_is_installed():
+    lab = importlib.import_module("browser_check.jupyterlab")
+    said = {
+        "prompt": "[1]:",
+        "outputs": [{"mime": "text/plain", "text": "attnlib 0.1.0 is installed."}],
+    }
+    assert lab.check_first_cell("[ ]:", ["[*]:", "[1]:"], said) == []
+    assert lab.check_first_cell("[ ]:", [], {**said, "prompt": "[ ]:"}) == [
+        "first code cell did not run: prompt '[ ]:', then []"
+    ]
+    error = {"mime": "application/vnd.jupyter.stderr", "text": "ModuleNotFoundError: attnlib"}
+    assert lab.check_first_cell("[ ]:", ["[*]:", "[1]:"], {**said, "outputs": [error]}) == [
+        "first code cell failed: 'ModuleNotFoundError: attnlib'"
+    ]
+    quiet = {**said, "outputs": []}
+    assert lab.check_first_cell("[ ]:", ["[*]:", "[1]:"], quiet) == [
+        "first code cell does not say attnlib is installed: ''"
+    ]
+    assert lab.check_first_cell("[ ]:", [], None) == ["the notebook has no code cell"]
+
+
+def test_lab_counts_glued_values_shown_as_their_name():
+    lab = importlib.import_module("browser_check.jupyterlab")
+    source = "a factor {glue:text}`ch02_lo:.2f` to {glue:text}`ch02_hi:.2f` and {glue}`n`"
+    assert lab.glue_shown_as_names(source, ["a factor ch02_lo:.2f to 3.1 and 7"]) == 1
+
+
+def test_lab_page_script_reads_a_notebook_with_each_problem(chromium):
+    lab = importlib.import_module("browser_check.jupyterlab")
+    scripts = importlib.import_module("browser_check.scripts")
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    page.goto((FIXTURES / "pages" / "jupyterlab.html").as_uri(), wait_until="load")
+    seen = page.evaluate(scripts.js("jupyterlab_seen"))
+    page.close()
+    assert (seen["cells"], seen["boxes"], len(seen["markdown"])) == (4, 1, 2)
+    assert lab.check_seen(seen) == [
+        "1 of 2 markdown cells show MyST as text (cell 2: '{cite}')",
+        "live figure 1: its note on trust is hidden: "
+        "'The sliders work once this notebook is trusted.'",
+        "live figure 2: its default frame is not shown",
+        "live figure 2: no note says its sliders need a trusted notebook",
+    ]
+    assert lab.check_first_cell(seen["first"]["prompt"], [], seen["first"]) == [
+        "first code cell did not run: prompt '[ ]:', then []",
+        "first code cell failed: \"ModuleNotFoundError: No module named 'attnlib'\"",
+    ]
+
+
+def _equation(**seen):
+    """What js/math_fit.js reports on one display equation: by default cut, scrolling, and
+    with nothing drawn at its edge."""
+    eq = {"id": "equation-x", "text": "a=b", "width": 900, "box": 700, "cut": True}
+    eq |= {"scrolls": True, "background": "none", "attachment": "scroll", "mask": "none"}
+    return eq | {"after": "none"} | seen
+
+
+def test_math_fit_judges_cut_equations_and_their_scroll_signs():
+    fit = importlib.import_module("browser_check.math")
+    fits = _equation(cut=False, width=300)
+    fade = _equation(mask="linear-gradient(to left, transparent, rgb(0, 0, 0) 40px)")
+    shadow = _equation(
+        background="linear-gradient(to right, white, transparent), radial-gradient(black, "
+        "transparent)",
+        attachment="local, scroll",
+    )
+    bare, cover_only = _equation(), _equation(background=shadow["background"])
+    hidden = _equation(scrolls=False, mask=fade["mask"])
+    seen = {1400: [fits, fits], 390: [fits, fade, shadow, bare, cover_only, hidden]}
+    fails, counts = fit.judge("p.html", seen)
+    no_sign = "p.html: 390px: display equation cut with no sign that it scrolls"
+    assert fails == [f"{no_sign} equation-x 'a=b'"] * 3
+    assert counts == Counter({"equations": 2, "cut-phone": 5, "no-sign-phone": 3})
+    fails, counts = fit.judge("p.html", {1400: [fade], 390: []})
+    assert fails == ["p.html: 1400px: display equation cut (900px in 700px) equation-x 'a=b'"]
+    assert counts == Counter({"equations": 1, "cut-desktop": 1})
+
+
+def test_math_fit_script_and_the_book_fade_on_a_page(chromium):
+    fit = importlib.import_module("browser_check.math")
+    scripts = importlib.import_module("browser_check.scripts")
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    page.goto((FIXTURES / "pages" / "math.html").as_uri(), wait_until="load")
+    seen = {}
+    for width in (1400, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)
+        seen[width] = page.evaluate(scripts.js("math_fit"))
+    # book-math.js marks the edges with more to see: scrolled to its end, only the left one.
+    marks = page.evaluate(
+        """async () => {
+          const c = document.querySelector('#equation-fades mjx-container');
+          const before = c.className;
+          c.scrollLeft = c.scrollWidth;
+          await new Promise(r => setTimeout(r, 100));
+          return [before, c.className];
+        }"""
+    )
+    page.close()
+    assert marks == ["book-math-more-right", "book-math-more-left"]
+    fails, counts = fit.judge("math.html", seen)
+    assert [f.split(" (")[0].split(" equation-")[0] for f in fails] == [
+        "math.html: 1400px: display equation cut",
+    ] * 3 + ["math.html: 390px: display equation cut with no sign that it scrolls"] * 2
+    assert "equation-no-sign" in fails[3] and "equation-clipped" in fails[4]
+    assert counts == Counter({"equations": 4, "cut-desktop": 3, "cut-phone": 3, "no-sign-phone": 2})

@@ -43,6 +43,12 @@ CROSS_CUTTING = {
     "test_layout_of_tests.py": "this file: the test files against the modules",
     "test_benchmarks_chapters.py": "benchmarks/chapters.py, outside attnlib: the timings the "
     "chapters assert their statements about speed against",
+    "test_book_figures.py": "book/_ext/book_figures.py, outside attnlib: each figure's phone "
+    "form served by width, and the whole-book PDF keeping the desktop form",
+    "test_book_prose.py": "book/_ext/book_prose.py and the chapters' cells, outside attnlib: "
+    "every folded cell has its one-line summary, no computation is removed from a page",
+    "test_reader_setup.py": "requirements-reader.txt and requirements.txt, outside attnlib: the "
+    "reader's and the authors' pins, and every notebook's first cell on getting attnlib",
 }
 
 #: Files named like this belong to the bad-input tables (split by subpackage), whatever follows.

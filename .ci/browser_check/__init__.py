@@ -1,7 +1,7 @@
 """Open every page of the built book in headless Chromium and check what a reader would see.
 
 Usage: ``python .ci/browser_check _build/html [--bib references.bib] [--screenshots DIR]
-[--chromium PATH]`` (``make browser-check``).
+[--chromium PATH] [--lab-chapter NOTEBOOK]`` (``make browser-check``).
 
 For each HTML page (the redirect ``index.html`` is only link-checked), it asserts:
 
@@ -15,6 +15,9 @@ For each HTML page (the redirect ``index.html`` is only link-checked), it assert
   widget view any more (their figures are live figures, below); the check stays for any that
   comes back;
 - live figures (``attnlib.widgets.live_figure``), at 390 and 1400 px: see live.py;
+- a downloaded chapter in JupyterLab (jupyterlab.py): one notebook of ``downloads/notebooks.zip``
+  (``--lab-chapter``) opened untrusted in ``jupyter lab``: its MyST rendered, its live figure's
+  frame and note on trust shown, its first cell run without an error;
 - local files: no request for a ``file://`` URL failed (a 404 in a served book);
 - console: no JavaScript error or uncaught exception, apart from the errors that the blocked
   requests below cause;
@@ -32,13 +35,23 @@ For each HTML page (the redirect ``index.html`` is only link-checked), it assert
   on every page; images drawn by a live ipywidgets widget are left to the widget check;
 - figures: every image a code cell draws on a chapter page sits in a ``<figure>`` whose caption
   is numbered "Figure N.k", N the chapter's number (the unnumbered preface: "Figure k"), and k
-  runs 1, 2, ... on each page; a live figure, which redraws a numbered figure at other points,
-  is not numbered;
+  runs 1, 2, ... on each page; a live figure is numbered like a static one;
 - glossary: every page built from a notebook links at least one glossary term, every term link
   points at a term of the glossary page, and no term is left unlinked (an unknown term);
+- figure text (figures.py): at 390 px the smallest text of every figure image of a chapter, as
+  shown (``data-text-px`` times displayed over natural width), is at least 9 px, and an image
+  without ``data-text-px`` fails; at 1400 px the desktop form is shown, and a figure enlarges in
+  a dialog that Escape, its close button and a tap outside close, focus returning to it;
 - collapsed outputs: each output hidden behind a toggle (``hide-output``) opens when its
   toggle is clicked;
-- search: the snippets of a search show no raw TeX;
+- prose first, on every page built from a notebook: unfolded code input at most 10% of the
+  article's height at 1400 px, every folded cell input with a summary of its own on its toggle,
+  and at 390 px no text output cut at the right edge without a scroll shadow: see prose.py;
+- search: the snippets of a search show no raw TeX and no TeX command word ("mathcal");
+- accessibility (a11y.py), at 1400 and 390 px: no axe-core violation (contrast, duplicate ids,
+  the viewport tag, focus and WCAG 2 A/AA rules), a live figure's first control at most 30
+  presses of Tab from page load, a focus ring on every header and navigation control, one
+  viewport tag, a plain-text description and OpenGraph tags, unique ids;
 - the whole-book PDF: it is in the site, holds every chapter's title, and shows no raw TeX;
 - bibliography (with ``--bib references.bib``): every entry of the .bib file is listed on the
   bibliography page, i.e. it is cited somewhere in the book.

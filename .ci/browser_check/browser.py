@@ -152,11 +152,15 @@ def _load(pw_page, page: Path, soup, stem: str, shots: Path, rec: Recorder) -> f
 
 
 def observe(page: Path, rel: str, soup, browser, shots: Path, chapters: set[str], rec: Recorder):
-    """Load the page at desktop width and record what the checks need (a Seen)."""
+    """Load the page at desktop width and record what the checks need (a Seen); its weight is
+    that of the desktop load, before the other widths are visited."""
     stem = rel.replace("/", "__").removesuffix(".html")
     with offline_page(browser, WIDTHS[-1], on_remote=rec.on_remote) as pw_page:
         rec.listen(pw_page)
         ready = _load(pw_page, page, soup, stem, shots, rec)
+        # What a desktop reader loads, every lazy image included; the widths below load the
+        # phone forms of the figures too, which no single reader loads with the desktop ones.
+        weight = observed.page_weight(set(rec.loaded))
         info, alts = pw_page.evaluate(js("page")), pw_page.evaluate(js("alt"))
         layout = _at_each_width(pw_page, stem, shots, chapters, rec)
     return observed.Seen(
@@ -166,7 +170,7 @@ def observe(page: Path, rel: str, soup, browser, shots: Path, chapters: set[str]
         has_mathjax=has_mathjax(soup),
         has_state=soup.find("script", type=WIDGET_STATE) is not None,
         ready=ready,
-        weight=observed.page_weight(rec.loaded),
+        weight=weight,
         requests=rec.requests,
         blocked=rec.blocked,
         local_failed=rec.local_failed,

@@ -1,6 +1,6 @@
 """The command line: ``python .ci/browser_check _build/html [--bib references.bib]
-[--screenshots DIR] [--chromium PATH]``; exit status 0 when every check passed, 1 on any
-failure, 2 when the check cannot run."""
+[--screenshots DIR] [--chromium PATH] [--lab-chapter NOTEBOOK]``; exit status 0 when every
+check passed, 1 on any failure, 2 when the check cannot run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from . import a11y, figures, jupyterlab, live, pdf, prose, report, search, static, toggles
 from . import browser as page_checks
-from . import live, pdf, report, search, static, toggles
+from . import math as math_fit
 
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
@@ -25,6 +26,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--bib", type=Path, help="check every entry of this .bib file is cited")
     ap.add_argument("--screenshots", type=Path, help="default: <html>/../screenshots")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument(
+        "--lab-chapter",
+        default=jupyterlab.CHAPTER,
+        help="the notebook of downloads/notebooks.zip opened in JupyterLab (default: %(default)s)",
+    )
     return ap.parse_args(argv)
 
 
@@ -91,14 +97,34 @@ class Run:
             print(f"browser-check: {len(self.pages)} pages with Chromium {browser.version}")
             self.check_pages(browser)
             self.record("search.html", "search", *search.check_search(self.root, browser))
+            fails, n, rows = math_fit.check_math_fit(self.root, self.pages, browser)
+            math_fit.report_math_fit(rows)
+            self.record("(display equations)", "math-fit", fails, n)
             fails, n = toggles.check_toggles(self.root, self.pages, browser)
             self.record("(collapsed outputs)", "toggles", fails, n)
+            fails, n, rows = a11y.check_a11y(self.root, self.pages, browser, static.parse)
+            print("browser-check: accessibility:", *a11y.summary_lines(rows), sep="\n")
+            self.record("(accessibility)", "a11y", fails, n)
+            fails, n = figures.check_figures(self.root, self.pages, browser)
+            self.record("(figures)", "figures", fails, n)
+            fails, n, _ = prose.check_prose(self.root, self.pages, browser)
+            self.record("(prose first)", "prose", fails, n)
             fails, n, rows, recomputed = live.check_live_figures(
                 self.root, self.pages, browser, self.shots
             )
             report.report_live(rows, n, recomputed)
             self.record("(live figures)", "live-figures", fails, n)
             browser.close()
+
+    def check_lab(self, chromium: str, chapter: str) -> None:
+        """A chapter from the site's notebooks.zip, opened in JupyterLab, in its own Chromium."""
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS)
+            fails, n = jupyterlab.check_jupyterlab(self.root, browser, self.shots, chapter)
+            browser.close()
+        self.record("(jupyterlab)", "jupyterlab", fails, n)
 
     def check_files(self, bib: Path | None) -> None:
         """The PDF, and (with a .bib file) the bibliography."""
@@ -119,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(root, fresh_screenshots(args.screenshots or root.parent / "screenshots"))
     t0 = time.perf_counter()
     run.check_in_browser(args.chromium)
+    run.check_lab(args.chromium, args.lab_chapter)
     report.report_budget(run.stats["budget"])
     report.report_alt(run.stats["alt"])
     run.check_files(args.bib)

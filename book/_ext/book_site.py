@@ -4,16 +4,16 @@ Loaded through ``sphinx.local_extensions`` in _config.yml.
 
 - ``static/book-site.js`` (deferred, so it runs before the theme scripts bind their buttons)
   removes the hidden sidebar toggles that pydata-sphinx-theme 0.17 adds, which both theme
-  scripts bind instead of the visible ones; it also makes figures open at full size on tap.
+  scripts bind instead of the visible ones (figures enlarge through book_figures.py).
 - ``static/book-site.css``: display math scrolls instead of being clipped, inline code wraps,
   figures fit the column.
-- The downloads (attnlib's wheel, a zip of the chapter notebooks, the pinned requirements and,
-  once ``make pdf`` has run, the whole book as one PDF) are built by ``.ci/build_downloads.py``
-  into ``_build/downloads/downloads/`` and copied into the site as ``downloads/`` through
-  ``html_extra_path``. Their links reach the pages as MyST substitutions ``wheel_link``,
-  ``notebooks_link``, ``requirements_link`` and ``pdf_link``; ``wheel_file`` is the wheel's
-  name for the ``pip install`` line. A missing wheel or zip is a build warning (an error
-  under ``-W``).
+- The downloads (attnlib's wheel, a zip of the chapter notebooks, the pinned requirements of a
+  reader and of the authors and, once ``make pdf`` has run, the whole book as one PDF) are built
+  by ``.ci/build_downloads.py`` into ``_build/downloads/downloads/`` and copied into the site as
+  ``downloads/`` through ``html_extra_path``. Their links reach the pages as MyST substitutions
+  ``wheel_link``, ``notebooks_link``, ``requirements_link``, ``reader_requirements_link`` and
+  ``pdf_link``; ``wheel_file`` is the wheel's name for the ``pip install`` line. A missing wheel,
+  zip or requirements file is a build warning (an error under ``-W``).
 - sphinx-thebe is loaded by Jupyter Book unconditionally; the book has no Binder to run it,
   so its script, style sheet and per-page configuration are dropped from every page.
 - pydata-sphinx-theme converts its icons to SVG with a 1.45 MB ``fontawesome.js``; its style
@@ -40,6 +40,7 @@ DOWNLOADS = "downloads"  # the folder name inside the site
 PDF_NAME = "fine-grained-complexity-of-training-attention.pdf"
 NOTEBOOKS_ZIP = "notebooks.zip"
 REQUIREMENTS = "requirements.txt"
+READER_REQUIREMENTS = "requirements-reader.txt"
 FONTAWESOME_STUB = (
     "/* The icons are drawn by the Font Awesome web font of pydata-sphinx-theme.css; the 1.45 MB"
     " SVG script this file held is not needed (book/_ext/book_site.py). */\n"
@@ -59,12 +60,13 @@ def _configure(app, config) -> None:
     folder = staging / DOWNLOADS
     wheels = sorted(folder.glob("attnlib-*.whl"))
     subs = dict(config.myst_substitutions or {})
-    missing = [n for n in (NOTEBOOKS_ZIP, REQUIREMENTS) if not (folder / n).is_file()]
+    expected = (NOTEBOOKS_ZIP, REQUIREMENTS, READER_REQUIREMENTS)
+    missing = [n for n in expected if not (folder / n).is_file()]
     if not wheels or missing:
         logger.warning(
-            "book_site: no attnlib wheel, %s or %s in %s: run `make downloads` (make book does)",
-            NOTEBOOKS_ZIP,
-            REQUIREMENTS,
+            "book_site: no attnlib wheel, %s, %s or %s in %s: run `make downloads` (make book "
+            "does)",
+            *expected,
             folder,
         )
     wheel = wheels[-1].name if wheels else "attnlib.whl"
@@ -73,6 +75,7 @@ def _configure(app, config) -> None:
         wheel_link=_link(wheel),
         notebooks_link=_link(NOTEBOOKS_ZIP),
         requirements_link=_link(REQUIREMENTS),
+        reader_requirements_link=_link(READER_REQUIREMENTS),
         pdf_link=(
             _link(PDF_NAME, "the whole book as one PDF")
             if (folder / PDF_NAME).is_file()
