@@ -15,13 +15,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .._checks import AttnInputError, check_choice, check_int, check_memory_parts
+from ..plots.style import PIXEL_RATIO  # a frame is as sharp as a static figure
 
 __all__ = ["resolve_draw", "render_frame", "FORMS", "PIXEL_RATIO"]
 
 #: The forms a frame is drawn in: as the drawing function returns it, and for a phone.
 FORMS = ("wide", "phone")
-#: Image pixels per CSS pixel of a frame, as for the static figures: sharp on a dense screen.
-PIXEL_RATIO = 2
 # Frames are drawn at PIXEL_RATIO times the book's 100 dpi and reduced to this many colours (a
 # palette PNG without dithering: line art on white). The page loads only the frames shown, so
 # their number no longer weighs on it. The browser check recomputes frames with the same settings.

@@ -33,11 +33,12 @@ from pathlib import Path
 
 from sphinx.util import logging
 
+from attnlib.plots.forms import READABLE_PX
+from attnlib.plots.style import PIXEL_RATIO
+
 logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
-#: The smallest text a reader is asked to read, in CSS px (attnlib.plots.forms.READABLE_PX).
-READABLE_PX = 9.0
 #: Below this viewport width the article column is the viewport less its padding...
 COLUMN_PADDING_PX = 32
 #: ...and from this width up the desktop layout shows the desktop form.
@@ -85,8 +86,8 @@ def phone_breakpoint(meta: dict) -> int:
 
 
 def _natural_width(meta: dict) -> float:
-    """Image pixels across: 1x width times the notebook's pixel ratio (2)."""
-    return float(meta["width"]) * float(meta.get("pixel_ratio", 2))
+    """Image pixels across: 1x width times the notebook formatter's pixel ratio."""
+    return float(meta["width"]) * PIXEL_RATIO
 
 
 def _size_attributes(meta: dict) -> str:
