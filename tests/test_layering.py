@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent / "attnlib"
 
 PARTS = ("iomodel", "polymethod", "hardness", "models")
 #: Modules and packages that may import every part.
-EVERY_PART = ("advice", "advice_maps", "step", "plots", "widgets")
+EVERY_PART = ("advice", "advice_maps", "step", "plots", "widgets", "distributed")
 #: Imported by the chapters only.
 CHAPTERS_ONLY = "nbtools"
 

@@ -25,6 +25,7 @@ __all__ = [
     "check_shape",
     "check_mask",
     "check_mask_2d",
+    "check_index_array",
     "float_dtype",
     "max_abs",
 ]
@@ -120,10 +121,8 @@ def _check_finite(name: str, arr: np.ndarray, allow_neg_inf: bool) -> None:
             index = (*start[:-1], start[-1] + int(local[0]), *(int(i) for i in local[1:]))
             if arr.ndim == 0:
                 index = ()
-            what = "-inf, " if allow_neg_inf else ""
-            raise AttnInputError(
-                f"{name} must be finite ({what}no NaN or inf), found {arr[index]} at index {index}"
-            )
+            what = "finite or -inf (no NaN or +inf)" if allow_neg_inf else "finite (no NaN or inf)"
+            raise AttnInputError(f"{name} must be {what}, found {arr[index]} at index {index}")
     raise AssertionError("unreachable: min or max was not finite")  # pragma: no cover
 
 
@@ -267,6 +266,14 @@ def check_mask_2d(mask) -> np.ndarray:
         raise AttnInputError(
             f"mask must be a 2-D boolean array (True = keep), got {arr.dtype} {arr.shape}"
         )
+    return arr
+
+
+def check_index_array(name: str, a) -> np.ndarray:
+    """A 1-D array of integer indices (global row numbers, say), possibly empty."""
+    arr = _as_array(name, a)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise AttnInputError(f"{name} must be a 1-D integer array, got {arr.dtype} {arr.shape}")
     return arr
 
 

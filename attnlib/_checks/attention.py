@@ -23,6 +23,8 @@ __all__ = [
     "check_head_counts",
     "check_head_qkv",
     "check_head_backward",
+    "check_block",
+    "check_partials",
 ]
 
 
@@ -212,3 +214,61 @@ def check_head_backward(Q, K, V, O, dO, lse, enable_gqa):
         return (*(a[None] for a in check_backward_inputs(Q, K, V, O, dO, lse)), 1)
     Q, K, V, g = check_head_qkv(Q, K, V, enable_gqa)
     return (Q, K, V, *check_batched_outputs(O, dO, lse, Q.shape[:2], V.shape[2]), g)
+
+
+# ---- one block of a sharded pass (attnlib.distributed.partials) ---------------------------
+
+
+def check_block(Q, K, V, keep, *, backward=None):
+    """One block of a sharded pass: Q (H, r, d), K (H_kv, c, d), V (H_kv, c, d_v) with H a
+    multiple of H_kv (grouped heads always allowed: a block is a piece of a pass whose
+    ``enable_gqa`` was checked), ``keep`` None or a boolean (r, c), one dtype; for the
+    backward, dO (H, r, d_v), lse (H, r) (may hold -inf: a row that keeps nothing) and
+    D (H, r), given as ``backward=(dO, lse, D)``. Returns ``(Q, K, V, keep, dO, lse, D, g)``
+    (the backward's three None for a forward block)."""
+    Q = as_float_array("Q", Q, ndim=3)
+    K = as_float_array("K", K, ndim=3)
+    V = as_float_array("V", V, ndim=3)
+    H, r, d = Q.shape
+    H_kv, c, _ = K.shape
+    if K.shape[2] != d:
+        raise AttnInputError(f"K must have d={d} columns like Q, got {K.shape[2]}")
+    check_shape("V", V, (H_kv, c, V.shape[2]), "(H_kv, c, d_v) like K")
+    *_, g = check_head_counts(H, H_kv, True, heads=("Q's head count H", "K's H_kv"))
+    if keep is not None:
+        keep = _as_array("keep", keep)
+        if keep.dtype != np.bool_:
+            raise AttnInputError(f"keep must have a boolean dtype (True = keep), got {keep.dtype}")
+        check_shape("keep", keep, (r, c), "(r, c), Q's rows by K's rows")
+    dO = lse = D = None
+    if backward is not None:
+        dO, lse, D = backward
+        dO = as_float_array("dO", dO, ndim=3)
+        check_shape("dO", dO, (H, r, V.shape[2]), "(H, r, d_v)")
+        lse = as_float_array("lse", lse, ndim=2, allow_neg_inf=True)
+        check_shape("lse", lse, (H, r), "(H, r)")
+        D = as_float_array("D", D, ndim=2)
+        check_shape("D", D, (H, r), "(H, r) like lse")
+    named = zip(("Q", "K", "V", "dO", "lse", "D"), (Q, K, V, dO, lse, D), strict=True)
+    for name, a in named:
+        if a is not None and a.dtype != Q.dtype:
+            raise AttnInputError(
+                f"{name} has dtype {a.dtype} but Q has {Q.dtype}: a block's arrays must share "
+                "one dtype"
+            )
+    return Q, K, V, keep, dO, lse, D, g
+
+
+def check_partials(O_a, lse_a, O_b, lse_b):
+    """Two partial results of the same rows: O (H, r, d_v) and lse (H, r) each (lse may hold
+    -inf: the part kept nothing), one shape and one dtype. Returns the four arrays."""
+    O_a = as_float_array("O_a", O_a, ndim=3)
+    lse_a = as_float_array("lse_a", lse_a, ndim=2, allow_neg_inf=True)
+    check_shape("lse_a", lse_a, O_a.shape[:2], "(H, r) like O_a")
+    O_b = as_float_array("O_b", O_b, ndim=3)
+    check_shape("O_b", O_b, O_a.shape, "(H, r, d_v) like O_a")
+    lse_b = as_float_array("lse_b", lse_b, ndim=2, allow_neg_inf=True)
+    check_shape("lse_b", lse_b, O_a.shape[:2], "(H, r) like O_a")
+    if len({a.dtype for a in (O_a, lse_a, O_b, lse_b)}) > 1:
+        raise AttnInputError("O_a, lse_a, O_b and lse_b must share one dtype")
+    return O_a, lse_a, O_b, lse_b

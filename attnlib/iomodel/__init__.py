@@ -49,6 +49,15 @@ tests require to agree with the simulation exactly. The modules, in the book's o
 * Chapter 10's hardware: :mod:`.intensity` (flops per word), :mod:`.roofline` (the roofline
   of the GPU presets of :mod:`attnlib.machines`) and :mod:`.hierarchy` (the L2 as a third
   level).
+* Chapter 11's many devices: :mod:`.devices` — P devices that exchange counted messages
+  (:class:`DeviceMachine`, :class:`DeviceCount`); :mod:`.shards` — how the rows are split
+  among them (:func:`shard_rows`, :data:`LAYOUTS`) and the causal work each then has
+  (:func:`causal_work`, :func:`kept_pairs`); the schedules, each with its closed-form
+  twins: :mod:`.ring` (:func:`ring_forward`, :func:`ring_backward`), :mod:`.ulysses`
+  (:func:`ulysses_forward`, :func:`ulysses_backward`) and :mod:`.grid`
+  (:func:`grid_forward`, :func:`grid_backward`); :mod:`.comm_bounds` — the certified bound on
+  the words of Q and K a device receives (:func:`device_comm_lower_bound`) and the closed forms
+  of its regimes (:func:`busiest_comm_lower_bound`, :func:`comm_regime`).
 
 Every ``*_count`` takes the sizes and the same keywords as its schedule (``m``, ``d_v``,
 ``is_causal``, ``enable_gqa`` with ``H`` and ``H_kv``, ``blocks``, ...). The names below are
@@ -233,3 +242,17 @@ from .intensity import *  # noqa: E402, F403
 from .roofline import *  # noqa: E402, F403
 
 __all__ += intensity.__all__ + roofline.__all__ + hierarchy.__all__
+
+# Chapter 11: attention across P devices (the machine, the layouts and three schedules).
+from . import devices, grid, ring, ulysses  # noqa: E402
+from .devices import *  # noqa: E402, F403
+from .grid import *  # noqa: E402, F403
+from .ring import *  # noqa: E402, F403
+from .shards import LAYOUTS, causal_work, kept_pairs, shard_rows  # noqa: E402
+from .ulysses import *  # noqa: E402, F403
+
+__all__ += devices.__all__ + ["shard_rows", "causal_work", "kept_pairs", "LAYOUTS"]
+__all__ += ring.__all__ + ulysses.__all__ + grid.__all__
+from .comm_bounds import busiest_comm_lower_bound, comm_regime, device_comm_lower_bound  # noqa: E402
+
+__all__ += ["device_comm_lower_bound", "busiest_comm_lower_bound", "comm_regime"]

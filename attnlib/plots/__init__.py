@@ -6,13 +6,15 @@ figures look alike. Builders return the matplotlib ``Figure`` so a cell can end 
 nbval). The modules follow the book: :mod:`.preface`, :mod:`.exact` (Chapter 1),
 :mod:`.iomodel` (Part I), :mod:`.polymethod` (Part II), :mod:`.hardness` (Part III),
 :mod:`.models` (Part IV), :mod:`.advice` (the decision map of Chapter 9), :mod:`.roofline`
-and :mod:`.performance` (Chapter 10). Every builder is also importable from this package.
+and :mod:`.performance` (Chapter 10), and :mod:`.devices` (Chapter 11). Every builder is
+also importable from this package.
 """
 
 from __future__ import annotations
 
 from . import (
     advice,
+    devices,
     exact,
     hardness,
     iomodel,
@@ -24,6 +26,7 @@ from . import (
     style,
 )
 from .advice import *  # noqa: F403
+from .devices import *  # noqa: F403
 from .exact import *  # noqa: F403
 from .hardness import *  # noqa: F403
 from .iomodel import *  # noqa: F403
@@ -38,3 +41,4 @@ __all__ = style.__all__ + preface.__all__ + exact.__all__ + iomodel.__all__ + po
 __all__ += (
     hardness.__all__ + models.__all__ + advice.__all__ + roofline.__all__ + performance.__all__
 )
+__all__ += devices.__all__
