@@ -29,7 +29,7 @@ def test_paths_argument_is_not_modified():
         {},
         [1, 2],
         {"x": [1]},
-        {"x": [1, 11]},
+        {"x": [1, 12]},
         {"x": [1, True]},
         {"x": 3},
         {"": [1, 2]},

@@ -181,12 +181,13 @@ _CHAPTERS = {
     8: "Hardness",
     9: "Evidence",
     10: "Performance",
+    11: "Across devices",
 }
 
 #: The two ways through the book that the preface draws by default.
 _READING_PATHS = {
     "theory path": (1, 6, 7, 8, 9),
-    "systems path": (1, 2, 3, 4, 5, 10, 9),
+    "systems path": (1, 2, 3, 4, 5, 10, 11, 9),
 }
 
 # Where each chapter sits: the systems chapters on the top row, the theory chapters below.
@@ -197,10 +198,11 @@ _POSITION = {
     4: (3.6, 1.0),
     5: (4.8, 1.0),
     10: (6.0, 1.0),
+    11: (7.2, 1.0),
     6: (1.8, 0.0),
     7: (3.0, 0.0),
     8: (4.2, 0.0),
-    9: (7.2, 0.5),
+    9: (8.4, 0.5),
 }
 # The same top to bottom, for a phone: systems chapters on the left, theory on the right.
 _PHONE_POSITION = {
@@ -210,10 +212,11 @@ _PHONE_POSITION = {
     4: (0.0, -3.0),
     5: (0.0, -4.0),
     10: (0.0, -5.0),
+    11: (0.0, -6.0),
     6: (1.0, -1.5),
     7: (1.0, -2.75),
     8: (1.0, -4.0),
-    9: (0.5, -6.0),
+    9: (0.5, -7.0),
 }
 _COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")
 
@@ -222,14 +225,14 @@ def reading_path_figure(paths=None, *, phone: bool = False):
     """Draw the chapters as boxes and each reading path as a chain of arrows through them.
 
     ``paths`` maps a path's name to its chapters in reading order (default: the theory path
-    1, 6, 7, 8, 9 and the systems path 1, 2, 3, 4, 5, 10, 9). With ``phone=True`` the
+    1, 6, 7, 8, 9 and the systems path 1, 2, 3, 4, 5, 10, 11, 9). With ``phone=True`` the
     chapters are laid out top to bottom for a phone's column: the systems chapters on the
     left, the theory chapters on the right. The desktop figure carries that builder as
     ``attnlib_phone_builder`` (the notebook's figure formatter draws it as the phone form).
     Returns the matplotlib ``Figure``.
 
     Raises :class:`attnlib.AttnInputError` if ``paths`` is not a non-empty dict of at most four
-    names, each with at least two chapter numbers from 1 to 10, or ``phone`` is not a bool.
+    names, each with at least two chapter numbers from 1 to 11, or ``phone`` is not a bool.
     """
     phone = check_bool("phone", phone)
     paths = as_dict(
@@ -246,7 +249,7 @@ def reading_path_figure(paths=None, *, phone: bool = False):
             check_int(f"paths[{name!r}][{k}]", c, maximum=max(_CHAPTERS))
     use_book_style()
     # a fixed layout: the boxes sit at data positions, the legend and takeaway below the axes
-    fig = plt.figure(figsize=(3.4, 5.6) if phone else (11, 3.6), layout="none")
+    fig = plt.figure(figsize=(3.4, 6.4) if phone else (12, 3.6), layout="none")
     ax = fig.add_axes((0.0, 0.16, 1.0, 0.76) if phone else (0.0, 0.2, 1.0, 0.7))
     position = _PHONE_POSITION if phone else _POSITION
     used = {c for steps in paths.values() for c in steps}
@@ -287,9 +290,9 @@ def reading_path_figure(paths=None, *, phone: bool = False):
         ax.plot([], [], color=color, lw=2, label=f"{name}: " + " → ".join(map(str, steps)))
     if phone:
         ax.set_xlim(-0.75, 1.75)
-        ax.set_ylim(-6.6, 0.5)
+        ax.set_ylim(-7.6, 0.5)
     else:
-        ax.set_xlim(-0.7, 7.9)
+        ax.set_xlim(-0.7, 9.1)
         ax.set_ylim(-0.45, 1.45)
     ax.axis("off")
     ax.legend(
@@ -302,7 +305,7 @@ def reading_path_figure(paths=None, *, phone: bool = False):
     add_takeaway(
         fig,
         "Theory readers can go from Chapter 1 straight to Chapter 6; systems readers read "
-        "Chapters 2 to 5 and 10. Both paths meet in Chapter 9.",
+        "Chapters 2 to 5, 10 and 11. Both paths meet in Chapter 9.",
     )
     if not phone:
         fig.attnlib_phone_builder = functools.partial(reading_path_figure, paths, phone=True)
