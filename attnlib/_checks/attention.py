@@ -216,7 +216,7 @@ def check_head_backward(Q, K, V, O, dO, lse, enable_gqa):
     return (Q, K, V, *check_batched_outputs(O, dO, lse, Q.shape[:2], V.shape[2]), g)
 
 
-# ---- one block of a sharded pass (attnlib.distributed.partials) ---------------------------
+# ---- one block of a sharded pass (attnlib.blockwise) ---------------------------
 
 
 def check_block(Q, K, V, keep, *, backward=None):
