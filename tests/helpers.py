@@ -339,3 +339,56 @@ def draw_line(k, scale=1.0):
     ax.set_ylim(0, 4)
     ax.set_title(f"k = {k}")
     return fig
+
+
+# ---- the sharded schedules on the P-device machine (test_iomodel_ring, _ulysses, _grid) -------
+# A case is (n, d, d_v, P, H, H_kv, is_causal, layout, dtype), and the grid's has its (R, C) last.
+
+
+def device_inputs(case, seed, size=1.0):
+    """Q (H, n, d), K (H_kv, n, d), V (H_kv, n, d_v) and dO (H, n, d_v) of a case, seeded;
+    logits scale with ``size``. One head comes as 2-D input, PyTorch's (n, d), for odd seeds."""
+    n, d, d_v, P, H, H_kv, causal, layout, dtype = case[:9]
+    rng = np.random.default_rng(seed)
+    Q = (size * rng.standard_normal((H, n, d))).astype(dtype)
+    K = (size * rng.standard_normal((H_kv, n, d))).astype(dtype)
+    V = rng.standard_normal((H_kv, n, d_v)).astype(dtype)
+    dO = rng.standard_normal((H, n, d_v)).astype(dtype)
+    if H == H_kv == 1 and seed % 2:
+        Q, K, V, dO = Q[0], K[0], V[0], dO[0]
+    return Q, K, V, dO
+
+
+def _device_grid(case) -> dict:
+    return {"grid": case[9]} if len(case) == 10 else {}
+
+
+def device_kw(case) -> dict:
+    """The keywords of a case's schedule."""
+    n, d, d_v, P, H, H_kv, causal, layout, dtype = case[:9]
+    return dict(P=P, layout=layout, is_causal=causal, enable_gqa=H != H_kv, **_device_grid(case))
+
+
+def device_count_kw(case) -> dict:
+    """The keywords of a case's closed-form count."""
+    n, d, d_v, P, H, H_kv, causal, layout, dtype = case[:9]
+    return dict(P=P, H=H, H_kv=H_kv, d_v=d_v, is_causal=causal, layout=layout, **_device_grid(case))
+
+
+def device_total_kept(case) -> int:
+    """Every kept score of a case's pass, over all query heads: what all devices' work adds
+    up to, whatever the schedule."""
+    n, H, causal = case[0], case[4], case[6]
+    return H * (n * (n + 1) // 2 if causal else n * n)
+
+
+def assert_within_reference(got, parts, which, dtype):
+    """Each output (named in ``which``, a subset of O, lse, dQ, dK, dV in that order) has
+    ``dtype`` and is within the rounding bounds of the float64 reference at every entry."""
+    want = dict(zip(OUTPUTS, reference_outputs(parts), strict=True))
+    tol = dict(zip(OUTPUTS, reference_tolerances(parts, dtype), strict=True))
+    for name, a in zip(which, got, strict=True):
+        assert a.dtype == dtype and a.shape == want[name].shape, name
+        assert np.all(np.isfinite(a)), name
+        err = np.abs(a.astype(np.float64) - want[name])
+        assert np.all(err <= tol[name]), (name, float(err.max()), float(tol[name].max()))

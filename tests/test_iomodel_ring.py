@@ -16,7 +16,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers import reference_outputs, reference_tolerances
+from helpers import assert_within_reference
+from helpers import device_count_kw as _count_kw
+from helpers import device_inputs as _inputs
+from helpers import device_kw as _kw
+from helpers import device_total_kept as _total_kept
 from naive import reference_parts
 
 import attnlib as al
@@ -51,46 +55,6 @@ def _cases():
 
 
 CASES = _cases()
-
-
-def _inputs(case, seed, size=1.0):
-    n, d, d_v, P, H, H_kv, causal, layout, dtype = case
-    rng = np.random.default_rng(seed)
-    Q = (size * rng.standard_normal((H, n, d))).astype(dtype)
-    K = (size * rng.standard_normal((H_kv, n, d))).astype(dtype)
-    V = rng.standard_normal((H_kv, n, d_v)).astype(dtype)
-    dO = rng.standard_normal((H, n, d_v)).astype(dtype)
-    if H == H_kv == 1 and seed % 2:  # one head as 2-D input, PyTorch's (n, d)
-        Q, K, V, dO = Q[0], K[0], V[0], dO[0]
-    return Q, K, V, dO
-
-
-def _kw(case):
-    n, d, d_v, P, H, H_kv, causal, layout, dtype = case
-    return dict(P=P, layout=layout, is_causal=causal, enable_gqa=H != H_kv)
-
-
-def _count_kw(case):
-    n, d, d_v, P, H, H_kv, causal, layout, dtype = case
-    return dict(P=P, H=H, H_kv=H_kv, d_v=d_v, is_causal=causal, layout=layout)
-
-
-def assert_within_reference(got, parts, which, dtype):
-    """Each output (named in ``which``, a subset of O, lse, dQ, dK, dV in that order) has
-    ``dtype`` and is within the rounding bounds of the float64 reference at every entry."""
-    names = ("O", "lse", "dQ", "dK", "dV")
-    want = dict(zip(names, reference_outputs(parts), strict=True))
-    tol = dict(zip(names, reference_tolerances(parts, dtype), strict=True))
-    for name, a in zip(which, got, strict=True):
-        assert a.dtype == dtype and a.shape == want[name].shape, name
-        assert np.all(np.isfinite(a)), name
-        err = np.abs(a.astype(np.float64) - want[name])
-        assert np.all(err <= tol[name]), (name, float(err.max()), float(tol[name].max()))
-
-
-def _total_kept(case) -> int:
-    n, d, d_v, P, H, H_kv, causal, layout, dtype = case
-    return H * (n * (n + 1) // 2 if causal else n * n)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -166,14 +166,21 @@ def _all_to_all(m: DeviceMachine, ps, pieces: dict, heads_of: dict) -> None:
             for name, kind in pieces.items():
                 piece = m.get(p, name)[heads_of[name][q]]
                 m.put(p, f"{name}>{q}" if q != p else f"{name}<{p}", piece, kind)
+    _exchange_staged(m, list(pieces))
+
+
+def _exchange_staged(m: DeviceMachine, names) -> None:
+    """One round of an all-to-all: every device p sends each other device q the pieces it
+    staged for q (``name>q``), which q keeps as ``name<p``; the staged copies are dropped."""
+    P = m.P
     m.exchange([
-        (p, q, [f"{x}>{q}" for x in pieces], [f"{x}<{p}" for x in pieces])
+        (p, q, [f"{x}>{q}" for x in names], [f"{x}<{p}" for x in names])
         for p in range(P) for q in range(P) if q != p
     ])  # fmt: skip
     for p in range(P):
         for q in range(P):
-            for name in pieces:
-                if q != p:
+            if q != p:
+                for name in names:
                     m.drop(p, f"{name}>{q}")
 
 
@@ -198,15 +205,7 @@ def _all_to_all_out(m: DeviceMachine, ps, results: dict) -> None:
                 m.put(q, f"{name}>{p}" if p != q else f"{name}<{q}", m.get(q, name)[:, r], kind)
         for name in results:
             m.drop(q, name)
-    m.exchange([
-        (q, p, [f"{x}>{p}" for x in results], [f"{x}<{q}" for x in results])
-        for q in range(P) for p in range(P) if p != q
-    ])  # fmt: skip
-    for q in range(P):
-        for p in range(P):
-            for name in results:
-                if p != q:
-                    m.drop(q, f"{name}>{p}")
+    _exchange_staged(m, list(results))
 
 
 def ulysses_forward(
